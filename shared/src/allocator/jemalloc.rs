@@ -1,0 +1,50 @@
+//! jemalloc (tikv-jemallocator, symbols prefixed `_rjem_`).
+
+use super::{AllocatorStats, Applied, Policy};
+use tikv_jemalloc_ctl::{epoch, raw, stats as je_stats};
+
+/// Name of the allocator serving this binary.
+pub const NAME: &str = "jemalloc";
+
+#[global_allocator]
+static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
+pub(super) fn apply(policy: Policy) -> Result<Applied, String> {
+    let ms: isize = match policy {
+        Policy::Prompt => 0,
+        Policy::Keep => -1,
+    };
+    // SAFETY (every raw call below): these mallctl names take a `ssize_t`
+    // (`isize`) or read an `unsigned` (`u32`), the types passed here, and the
+    // names are NUL-terminated.
+    let set = |name: &[u8]| unsafe { raw::write(name, ms) }.map_err(|e| format!("{e}"));
+    // Defaults for arenas created from now on…
+    set(b"arenas.dirty_decay_ms\0")?;
+    set(b"arenas.muzzy_decay_ms\0")?;
+    // …and the arenas that already exist (uninitialised ones answer EFAULT).
+    let narenas: u32 = unsafe { raw::read(b"arenas.narenas\0") }.map_err(|e| format!("{e}"))?;
+    for i in 0..narenas {
+        for kind in ["dirty", "muzzy"] {
+            let name = format!("arena.{i}.{kind}_decay_ms\0");
+            let _ = set(name.as_bytes());
+        }
+    }
+    Ok(Applied::Configured(format!(
+        "dirty_decay_ms={ms} muzzy_decay_ms={ms}"
+    )))
+}
+
+pub(super) fn stats() -> AllocatorStats {
+    // jemalloc's statistics are snapshots refreshed by advancing the epoch.
+    let _ = epoch::advance();
+    AllocatorStats {
+        allocated: je_stats::allocated::read().ok().map(|b| b as u64),
+        mapped: je_stats::resident::read().map_or(0, |b| b as u64),
+    }
+}
+
+pub(super) fn release_free_memory() {
+    // 4096 is MALLCTL_ARENAS_ALL: purge every arena.
+    // SAFETY: "arena.<i>.purge" takes no value; writing `()` passes none.
+    let _ = unsafe { raw::write(b"arena.4096.purge\0", ()) };
+}

@@ -1,0 +1,35 @@
+//! The system allocator (glibc malloc on Lambda's Amazon Linux).
+
+use super::{AllocatorStats, Applied, Policy, glibc};
+
+/// Name of the allocator serving this binary.
+pub const NAME: &str = "system";
+
+#[global_allocator]
+static GLOBAL: std::alloc::System = std::alloc::System;
+
+pub(super) fn apply(policy: Policy) -> Result<Applied, String> {
+    let (mmap_threshold, trim_threshold) = match policy {
+        // Fixing both thresholds stops glibc from raising them dynamically after
+        // a large free, which is what keeps RSS high in long-lived processes.
+        Policy::Prompt => (128 * 1024, 128 * 1024),
+        Policy::Keep => (32 * 1024 * 1024, libc::c_int::MAX),
+    };
+    glibc::mallopt(libc::M_MMAP_THRESHOLD, mmap_threshold)?;
+    glibc::mallopt(libc::M_TRIM_THRESHOLD, trim_threshold)?;
+    Ok(Applied::Configured(format!(
+        "M_MMAP_THRESHOLD={mmap_threshold} M_TRIM_THRESHOLD={trim_threshold}"
+    )))
+}
+
+pub(super) fn stats() -> AllocatorStats {
+    let info = glibc::info();
+    AllocatorStats {
+        allocated: Some(info.in_use),
+        mapped: info.mapped,
+    }
+}
+
+pub(super) fn release_free_memory() {
+    glibc::trim();
+}

@@ -1,0 +1,98 @@
+//! A runtime layer that wraps every invocation in a span carrying the request id
+//! and `cold_start` (Powertools' key): every log line of an invocation names it,
+//! and the first invocation of an execution environment logs the init duration.
+
+use lambda_runtime::{LambdaInvocation, tower::Layer, tower::Service};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::task::{Context, Poll};
+use std::time::Duration;
+use tracing::{Instrument, instrument::Instrumented};
+
+/// Adds an `invocation{request_id, cold_start}` span around every invocation.
+#[derive(Debug, Clone)]
+pub struct ColdStartLayer {
+    first: Arc<AtomicBool>,
+    init: Duration,
+}
+
+impl ColdStartLayer {
+    /// `init` is the time from process start to the runtime loop.
+    pub fn new(init: Duration) -> Self {
+        Self {
+            first: Arc::new(AtomicBool::new(true)),
+            init,
+        }
+    }
+
+    /// True exactly once: for the first invocation.
+    fn take_cold_start(&self) -> bool {
+        self.first.swap(false, Ordering::Relaxed)
+    }
+}
+
+impl<S> Layer<S> for ColdStartLayer {
+    type Service = ColdStartService<S>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        ColdStartService {
+            inner,
+            layer: self.clone(),
+        }
+    }
+}
+
+/// The service made by [`ColdStartLayer`].
+#[derive(Debug, Clone)]
+pub struct ColdStartService<S> {
+    inner: S,
+    layer: ColdStartLayer,
+}
+
+impl<S> Service<LambdaInvocation> for ColdStartService<S>
+where
+    S: Service<LambdaInvocation>,
+{
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = Instrumented<S::Future>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, req: LambdaInvocation) -> Self::Future {
+        let cold_start = self.layer.take_cold_start();
+        let span = tracing::info_span!(
+            "invocation",
+            request_id = %req.context.request_id,
+            xray_trace_id = req.context.xray_trace_id.as_deref(),
+            cold_start
+        );
+        let future = {
+            let _entered = span.enter();
+            if cold_start {
+                tracing::info!(
+                    init_ms = self.layer.init.as_secs_f64() * 1000.0,
+                    "cold start: first invocation"
+                );
+            }
+            self.inner.call(req)
+        };
+        future.instrument(span)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_first_invocation_is_cold() {
+        let layer = ColdStartLayer::new(Duration::from_millis(5));
+        let clone = layer.clone();
+        assert!(layer.take_cold_start());
+        assert!(!clone.take_cold_start());
+        assert!(!layer.take_cold_start());
+    }
+}

@@ -1,0 +1,183 @@
+//! Everything a function does once per cold start, in one call.
+//!
+//! ```no_run
+//! # async fn handler(e: lambda_runtime::LambdaEvent<serde_json::Value>) -> Result<serde_json::Value, lambda_runtime::Error> { Ok(e.payload) }
+//! #[tokio::main]
+//! async fn main() -> Result<(), lambda_runtime::Error> {
+//!     let init = shared::init_or_exit();        // allocator policy, vCPUs, pool, logging
+//!     shared::run(&init, lambda_runtime::service_fn(handler)).await
+//! }
+//! ```
+//!
+//! [`init`] reads and validates every shared setting, applies the allocator's
+//! memory-return policy, sizes and builds the Rayon pool, and installs logging.
+//! The settings it reads are listed in [`SETTINGS`].
+
+pub mod allocator;
+pub mod config;
+pub mod invocation;
+pub mod logging;
+pub mod memory;
+pub mod pool;
+pub mod vcpus;
+
+use config::{ConfigError, Env, ProcessEnv};
+use lambda_runtime::{Diagnostic, IntoFunctionResponse, LambdaEvent, Runtime, Service};
+use serde::{Deserialize, Serialize};
+use std::fmt::Debug;
+use std::time::{Duration, Instant};
+
+/// The environment variables the shared crate reads, for documentation and tools.
+pub const SETTINGS: &[&str] = &[
+    "WORKER_COUNT",
+    "AWS_LAMBDA_FUNCTION_MEMORY_SIZE",
+    "MEMORY_RETURN",
+    "AWS_LAMBDA_LOG_FORMAT",
+    "AWS_LAMBDA_LOG_LEVEL",
+    "RUST_LOG",
+];
+
+/// What cold start decided, for the handler and its responses.
+#[derive(Debug, Clone)]
+pub struct Init {
+    /// The worker count and the input that decided it.
+    pub vcpus: vcpus::Vcpus,
+    /// The allocator's memory-return policy.
+    pub policy: allocator::Policy,
+    /// The allocator serving this binary.
+    pub allocator: &'static str,
+    /// When `init` started (close to process start).
+    pub started: Instant,
+}
+
+impl Init {
+    /// Time since `init` started.
+    pub fn elapsed(&self) -> Duration {
+        self.started.elapsed()
+    }
+
+    /// The cold-start decisions and the memory figures now, for responses.
+    pub fn facts(&self) -> Facts {
+        Facts {
+            allocator: self.allocator,
+            memory_return: self.policy,
+            vcpus: self.vcpus,
+            memory: memory::snapshot(),
+        }
+    }
+}
+
+/// What a function can report about itself in a response.
+#[derive(Debug, Clone, Serialize)]
+pub struct Facts {
+    /// The allocator serving this binary.
+    pub allocator: &'static str,
+    /// Its memory-return policy.
+    pub memory_return: allocator::Policy,
+    /// The worker count and what decided it.
+    pub vcpus: vcpus::Vcpus,
+    /// RSS, peak RSS, minor faults, allocator statistics.
+    pub memory: memory::Snapshot,
+}
+
+/// Why cold start failed. `Display` is one line naming the cause.
+#[derive(Debug, thiserror::Error)]
+pub enum InitError {
+    /// A setting has a value that cannot be used.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// The allocator refused its policy.
+    #[error("invalid MEMORY_RETURN: the allocator refused it: {0}")]
+    Allocator(String),
+    /// The Rayon pool could not be built.
+    #[error(transparent)]
+    Pool(#[from] pool::PoolError),
+    /// Logging could not be installed.
+    #[error(transparent)]
+    Logging(#[from] logging::AlreadyInitialised),
+}
+
+/// Do all cold-start work, reading settings from the process environment.
+pub fn init() -> Result<Init, InitError> {
+    init_with(&ProcessEnv)
+}
+
+impl Init {
+    /// Read and validate the settings and decide, without installing anything
+    /// global (no logging, no pool, no allocator change): for unit tests and
+    /// benchmarks of handlers.
+    pub fn decide(env: &dyn Env) -> Result<Self, ConfigError> {
+        Ok(Self {
+            vcpus: vcpus::from_env(env)?,
+            policy: allocator::Policy::from_env(env)?,
+            allocator: allocator::NAME,
+            started: Instant::now(),
+        })
+    }
+}
+
+/// Do all cold-start work with settings from `env`.
+///
+/// Every setting is validated before anything global is changed, so a bad
+/// setting leaves the process untouched.
+pub fn init_with(env: &dyn Env) -> Result<Init, InitError> {
+    let log_settings = logging::Settings::from_env(env)?;
+    let Init {
+        vcpus,
+        policy,
+        started,
+        ..
+    } = Init::decide(env)?;
+
+    logging::init(&log_settings)?;
+    let applied = allocator::apply(policy).map_err(InitError::Allocator)?;
+    pool::build_global(vcpus.workers)?;
+    tracing::info!(
+        workers = vcpus.workers,
+        decided_by = %vcpus.decided_by,
+        lambda_share = vcpus.lambda_share,
+        cgroup_quota = vcpus.cgroup_quota,
+        available_parallelism = vcpus.available,
+        allocator = allocator::NAME,
+        memory_return = %policy,
+        allocator_settings = %applied,
+        init_ms = started.elapsed().as_secs_f64() * 1000.0,
+        "shared init done"
+    );
+    Ok(Init {
+        vcpus,
+        policy,
+        allocator: allocator::NAME,
+        started,
+    })
+}
+
+/// [`init`], or print one line naming the bad setting and exit with status 1.
+///
+/// Lambda reports the exit as `Runtime.ExitError` with that line in the logs.
+pub fn init_or_exit() -> Init {
+    init().unwrap_or_else(|e| {
+        eprintln!("cold start failed: {e}");
+        std::process::exit(1)
+    })
+}
+
+/// Run the Lambda runtime loop with `handler`, wrapping every invocation in a
+/// span with its request id and the cold-start marker.
+pub async fn run<A, F, R, B, S, D, E>(init: &Init, handler: F) -> Result<(), lambda_runtime::Error>
+where
+    F: Service<LambdaEvent<A>, Response = R>,
+    F::Future: Future<Output = Result<R, F::Error>>,
+    F::Error: Into<Diagnostic> + Debug,
+    A: for<'de> Deserialize<'de>,
+    R: IntoFunctionResponse<B, S>,
+    B: Serialize,
+    S: futures_core::Stream<Item = Result<D, E>> + Unpin + Send + 'static,
+    D: Into<bytes::Bytes> + Send,
+    E: Into<lambda_runtime::Error> + Send + Debug,
+{
+    Runtime::new(handler)
+        .layer(invocation::ColdStartLayer::new(init.elapsed()))
+        .run()
+        .await
+}

@@ -1,0 +1,130 @@
+//! Logging, set up exactly once, the way Lambda's advanced logging controls expect.
+//!
+//! - `AWS_LAMBDA_LOG_FORMAT`: `JSON` (one object per line, for CloudWatch Logs
+//!   Insights) or `Text` (the default).
+//! - `AWS_LAMBDA_LOG_LEVEL`: `TRACE`, `DEBUG`, `INFO` (default), `WARN`, `ERROR`,
+//!   `FATAL`. Lambda sets it from the function's logging configuration, so it
+//!   wins over `RUST_LOG`, as in `lambda_runtime`'s own subscriber.
+//! - `RUST_LOG`: full `tracing` filter directives (`info,aws_smithy=warn`), used
+//!   when `AWS_LAMBDA_LOG_LEVEL` is not set.
+
+use crate::config::{ConfigError, Env};
+use tracing_subscriber::EnvFilter;
+
+/// Log line format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// One JSON object per line.
+    Json,
+    /// Human-readable text.
+    Text,
+}
+
+/// Validated logging settings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Settings {
+    /// Line format.
+    pub format: Format,
+    /// A valid `tracing` filter.
+    pub filter: String,
+}
+
+impl Settings {
+    /// Read and validate the three variables.
+    pub fn from_env(env: &dyn Env) -> Result<Self, ConfigError> {
+        let format = match env.get("AWS_LAMBDA_LOG_FORMAT")?.as_deref().map(str::trim) {
+            None => Format::Text,
+            Some(f) if f.eq_ignore_ascii_case("json") => Format::Json,
+            Some(f) if f.eq_ignore_ascii_case("text") => Format::Text,
+            Some(other) => {
+                return Err(ConfigError::new(
+                    "AWS_LAMBDA_LOG_FORMAT",
+                    other,
+                    "must be \"JSON\" or \"Text\"",
+                ));
+            }
+        };
+        let filter = if let Some(level) = env.get("AWS_LAMBDA_LOG_LEVEL")? {
+            match level.trim().to_ascii_uppercase().as_str() {
+                l @ ("TRACE" | "DEBUG" | "INFO" | "WARN" | "ERROR") => l.to_ascii_lowercase(),
+                "FATAL" => "error".to_owned(),
+                _ => {
+                    return Err(ConfigError::new(
+                        "AWS_LAMBDA_LOG_LEVEL",
+                        level,
+                        "must be one of TRACE, DEBUG, INFO, WARN, ERROR, FATAL",
+                    ));
+                }
+            }
+        } else if let Some(directives) = env.get("RUST_LOG")? {
+            EnvFilter::try_new(&directives).map_err(|e| {
+                ConfigError::new("RUST_LOG", &directives, format!("not a valid filter: {e}"))
+            })?;
+            directives
+        } else {
+            "info".to_owned()
+        };
+        Ok(Self { format, filter })
+    }
+}
+
+/// Logging was already initialised in this process.
+#[derive(Debug, thiserror::Error)]
+#[error("logging is already initialised: {0}")]
+pub struct AlreadyInitialised(String);
+
+/// Install the global subscriber. A second call returns an error, never panics.
+pub fn init(settings: &Settings) -> Result<(), AlreadyInitialised> {
+    // `from_env` validated the filter; an invalid one here would be a bug, so
+    // fall back to `info` rather than panic.
+    let filter = EnvFilter::try_new(&settings.filter).unwrap_or_else(|_| EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stdout);
+    let result = match settings.format {
+        Format::Json => builder
+            .json()
+            .flatten_event(true)
+            .with_current_span(true)
+            .with_span_list(false)
+            .try_init(),
+        // CloudWatch adds its own timestamps and shows no colours.
+        Format::Text => builder.with_ansi(false).without_time().try_init(),
+    };
+    result.map_err(|e| AlreadyInitialised(e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_text_and_info() {
+        let s = Settings::from_env(&[]).unwrap();
+        assert_eq!((s.format, s.filter.as_str()), (Format::Text, "info"));
+    }
+
+    #[test]
+    fn lambda_level_wins_over_rust_log() {
+        let s = Settings::from_env(&[
+            ("AWS_LAMBDA_LOG_FORMAT", "JSON"),
+            ("AWS_LAMBDA_LOG_LEVEL", "fatal"),
+            ("RUST_LOG", "trace"),
+        ])
+        .unwrap();
+        assert_eq!((s.format, s.filter.as_str()), (Format::Json, "error"));
+        let s = Settings::from_env(&[("RUST_LOG", "warn,shared=debug")]).unwrap();
+        assert_eq!(s.filter, "warn,shared=debug");
+    }
+
+    #[test]
+    fn bad_values_name_the_setting() {
+        for (env, setting) in [
+            ([("AWS_LAMBDA_LOG_FORMAT", "xml")], "AWS_LAMBDA_LOG_FORMAT"),
+            ([("AWS_LAMBDA_LOG_LEVEL", "loud")], "AWS_LAMBDA_LOG_LEVEL"),
+            ([("RUST_LOG", "foo=[")], "RUST_LOG"),
+        ] {
+            assert_eq!(Settings::from_env(&env).unwrap_err().setting, setting);
+        }
+    }
+}

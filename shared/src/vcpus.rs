@@ -1,0 +1,390 @@
+//! How many worker threads this function should run: the vCPUs it really has.
+//!
+//! Lambda grants CPU in proportion to memory (one vCPU's worth per 1,769 MB, up
+//! to 6 at 10,240 MB), yet `/proc/cpuinfo` and `available_parallelism` may show
+//! the host's cores. The worker count is the smallest of:
+//!
+//! 1. the Lambda share from `AWS_LAMBDA_FUNCTION_MEMORY_SIZE` (rounded up: at
+//!    1,770 MB a function gets a sliver more than one vCPU and a second thread
+//!    can use it),
+//! 2. the cgroup CPU quota (v2 `cpu.max`, v1 `cpu.cfs_quota_us / cpu.cfs_period_us`,
+//!    rounded up),
+//! 3. `std::thread::available_parallelism`,
+//!
+//! unless `WORKER_COUNT` is set, which overrides all three. Ties are decided in
+//! that order. Every value is validated: a bad one is a [`ConfigError`].
+
+use crate::config::{ConfigError, Env, parse_in_range};
+use std::fmt;
+
+/// Memory that buys one vCPU's worth of CPU time on Lambda.
+pub const MB_PER_VCPU: u64 = 1_769;
+/// Most vCPUs a Lambda function gets (at 10,240 MB).
+pub const MAX_LAMBDA_VCPUS: usize = 6;
+/// Lambda's memory range in MB.
+pub const LAMBDA_MEMORY_MB: std::ops::RangeInclusive<u64> = 128..=10_240;
+/// Upper bound for `WORKER_COUNT`: more threads than this is a typo, not a plan.
+pub const MAX_WORKERS: u64 = 256;
+
+/// Which input decided the worker count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Source {
+    /// `WORKER_COUNT` was set.
+    Override,
+    /// `AWS_LAMBDA_FUNCTION_MEMORY_SIZE`.
+    LambdaMemory,
+    /// The cgroup CPU quota.
+    CgroupQuota,
+    /// `std::thread::available_parallelism`.
+    AvailableParallelism,
+}
+
+impl fmt::Display for Source {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Source::Override => "WORKER_COUNT",
+            Source::LambdaMemory => "AWS_LAMBDA_FUNCTION_MEMORY_SIZE",
+            Source::CgroupQuota => "cgroup cpu quota",
+            Source::AvailableParallelism => "available_parallelism",
+        })
+    }
+}
+
+/// The cgroup CPU controller files, as text (read from `/sys/fs/cgroup` or given
+/// by a test).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Cgroup {
+    /// No CPU controller visible.
+    #[default]
+    Absent,
+    /// cgroup v2: the contents of `cpu.max`, e.g. `"max 100000"` or `"150000 100000"`.
+    V2 { cpu_max: String },
+    /// cgroup v1: `cpu.cfs_quota_us` (-1 = no limit) and `cpu.cfs_period_us`.
+    V1 { quota_us: String, period_us: String },
+}
+
+/// Everything detection looks at.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Inputs {
+    /// `WORKER_COUNT`, if set.
+    pub worker_count: Option<String>,
+    /// `AWS_LAMBDA_FUNCTION_MEMORY_SIZE`, if set (it is on Lambda).
+    pub memory_mb: Option<String>,
+    /// The cgroup CPU quota files.
+    pub cgroup: Cgroup,
+    /// `std::thread::available_parallelism()`.
+    pub available: usize,
+}
+
+/// The decision, with every input that was considered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct Vcpus {
+    /// Threads to run CPU-bound work on.
+    pub workers: usize,
+    /// The input that decided `workers`.
+    pub decided_by: Source,
+    /// The Lambda share, if the memory size was set.
+    pub lambda_share: Option<usize>,
+    /// The cgroup quota in whole CPUs (rounded up), if limited.
+    pub cgroup_quota: Option<usize>,
+    /// What `available_parallelism` reported.
+    pub available: usize,
+}
+
+/// vCPUs Lambda grants for `memory_mb`: one per 1,769 MB, rounded up, 1 to 6.
+pub fn lambda_share(memory_mb: u64) -> usize {
+    let share = memory_mb.div_ceil(MB_PER_VCPU).max(1);
+    usize::try_from(share).map_or(MAX_LAMBDA_VCPUS, |s| s.min(MAX_LAMBDA_VCPUS))
+}
+
+/// Whole CPUs allowed by a quota of `quota` per `period` (rounded up, at least 1).
+fn cpus_for_quota(quota: u64, period: u64) -> usize {
+    usize::try_from(quota.div_ceil(period).max(1)).unwrap_or(usize::MAX)
+}
+
+/// Parse cgroup v2 `cpu.max` ("$MAX $PERIOD", where $MAX may be "max").
+pub fn parse_cpu_max(text: &str) -> Result<Option<usize>, ConfigError> {
+    const FILE: &str = "cgroup cpu.max";
+    let bad = || {
+        ConfigError::new(
+            FILE,
+            text.trim(),
+            "expected \"max PERIOD\" or \"QUOTA PERIOD\"",
+        )
+    };
+    let mut fields = text.split_whitespace();
+    let (Some(max), period, None) = (fields.next(), fields.next(), fields.next()) else {
+        return Err(bad());
+    };
+    let period = match period {
+        Some(p) => p.parse::<u64>().ok().filter(|p| *p > 0).ok_or_else(bad)?,
+        None => 100_000,
+    };
+    if max == "max" {
+        return Ok(None);
+    }
+    let quota = max.parse::<u64>().ok().filter(|q| *q > 0).ok_or_else(bad)?;
+    Ok(Some(cpus_for_quota(quota, period)))
+}
+
+/// Parse cgroup v1 `cpu.cfs_quota_us` / `cpu.cfs_period_us` (quota -1 = unlimited).
+pub fn parse_cfs(quota_us: &str, period_us: &str) -> Result<Option<usize>, ConfigError> {
+    let quota: i64 = quota_us.trim().parse().map_err(|_| {
+        ConfigError::new(
+            "cgroup cpu.cfs_quota_us",
+            quota_us.trim(),
+            "expected an integer",
+        )
+    })?;
+    if quota == -1 {
+        return Ok(None);
+    }
+    let quota = u64::try_from(quota)
+        .ok()
+        .filter(|q| *q > 0)
+        .ok_or_else(|| {
+            ConfigError::new(
+                "cgroup cpu.cfs_quota_us",
+                quota_us.trim(),
+                "expected -1 or a positive integer",
+            )
+        })?;
+    let period = period_us
+        .trim()
+        .parse::<u64>()
+        .ok()
+        .filter(|p| *p > 0)
+        .ok_or_else(|| {
+            ConfigError::new(
+                "cgroup cpu.cfs_period_us",
+                period_us.trim(),
+                "expected a positive integer",
+            )
+        })?;
+    Ok(Some(cpus_for_quota(quota, period)))
+}
+
+/// Decide the worker count from `inputs`.
+pub fn detect(inputs: &Inputs) -> Result<Vcpus, ConfigError> {
+    let lambda_share = inputs
+        .memory_mb
+        .as_deref()
+        .map(|raw| parse_in_range("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", raw, LAMBDA_MEMORY_MB))
+        .transpose()?
+        .map(lambda_share);
+    let cgroup_quota = match &inputs.cgroup {
+        Cgroup::Absent => None,
+        Cgroup::V2 { cpu_max } => parse_cpu_max(cpu_max)?,
+        Cgroup::V1 {
+            quota_us,
+            period_us,
+        } => parse_cfs(quota_us, period_us)?,
+    };
+    let available = inputs.available.max(1);
+    let override_count = inputs
+        .worker_count
+        .as_deref()
+        .map(|raw| parse_in_range("WORKER_COUNT", raw, 1..=MAX_WORKERS))
+        .transpose()?;
+
+    let (workers, decided_by) = match override_count {
+        // The range check above makes this conversion lossless.
+        Some(n) => (usize::try_from(n).unwrap_or(1), Source::Override),
+        None => [
+            (lambda_share, Source::LambdaMemory),
+            (cgroup_quota, Source::CgroupQuota),
+            (Some(available), Source::AvailableParallelism),
+        ]
+        .into_iter()
+        .filter_map(|(n, source)| n.map(|n| (n, source)))
+        // `min_by_key` keeps the first of equal minima: ties go to the earlier input.
+        .min_by_key(|(n, _)| *n)
+        .unwrap_or((available, Source::AvailableParallelism)),
+    };
+    Ok(Vcpus {
+        workers,
+        decided_by,
+        lambda_share,
+        cgroup_quota,
+        available,
+    })
+}
+
+/// Read the cgroup CPU files of this process (v2 first, then v1).
+pub fn read_cgroup() -> Cgroup {
+    let read = |path: &str| std::fs::read_to_string(path).ok();
+    if let Some(cpu_max) = read("/sys/fs/cgroup/cpu.max") {
+        return Cgroup::V2 { cpu_max };
+    }
+    for dir in ["/sys/fs/cgroup/cpu", "/sys/fs/cgroup/cpu,cpuacct"] {
+        if let (Some(quota_us), Some(period_us)) = (
+            read(&format!("{dir}/cpu.cfs_quota_us")),
+            read(&format!("{dir}/cpu.cfs_period_us")),
+        ) {
+            return Cgroup::V1 {
+                quota_us,
+                period_us,
+            };
+        }
+    }
+    Cgroup::Absent
+}
+
+/// Gather the inputs from `env` and this machine, then [`detect`].
+pub fn from_env(env: &dyn Env) -> Result<Vcpus, ConfigError> {
+    detect(&Inputs {
+        worker_count: env.get("WORKER_COUNT")?,
+        memory_mb: env.get("AWS_LAMBDA_FUNCTION_MEMORY_SIZE")?,
+        cgroup: read_cgroup(),
+        available: std::thread::available_parallelism().map_or(1, usize::from),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn inputs(memory: Option<&str>, cgroup: Cgroup, available: usize) -> Inputs {
+        Inputs {
+            worker_count: None,
+            memory_mb: memory.map(str::to_owned),
+            cgroup,
+            available,
+        }
+    }
+
+    fn v2(text: &str) -> Cgroup {
+        Cgroup::V2 {
+            cpu_max: text.to_owned(),
+        }
+    }
+
+    fn v1(quota: &str, period: &str) -> Cgroup {
+        Cgroup::V1 {
+            quota_us: quota.to_owned(),
+            period_us: period.to_owned(),
+        }
+    }
+
+    #[test]
+    fn lambda_share_table() {
+        for (mb, vcpus) in [
+            (128, 1),
+            (1_769, 1),
+            (1_770, 2),
+            (3_538, 2),
+            (3_539, 3),
+            (5_307, 3),
+            (8_845, 5),
+            (8_846, 6),
+            (10_240, 6),
+        ] {
+            assert_eq!(lambda_share(mb), vcpus, "{mb} MB");
+        }
+    }
+
+    #[test]
+    fn memory_decides_on_a_big_host() {
+        let v = detect(&inputs(Some("1769"), Cgroup::Absent, 64)).unwrap();
+        assert_eq!((v.workers, v.decided_by), (1, Source::LambdaMemory));
+        let v = detect(&inputs(Some("10240"), Cgroup::Absent, 64)).unwrap();
+        assert_eq!((v.workers, v.decided_by), (6, Source::LambdaMemory));
+    }
+
+    #[test]
+    fn smallest_input_wins_and_is_recorded() {
+        // 10,240 MB allows 6, the cgroup 2, the host 4: the cgroup decides.
+        let v = detect(&inputs(Some("10240"), v2("200000 100000\n"), 4)).unwrap();
+        assert_eq!((v.workers, v.decided_by), (2, Source::CgroupQuota));
+        assert_eq!(
+            (v.lambda_share, v.cgroup_quota, v.available),
+            (Some(6), Some(2), 4)
+        );
+        // The host has fewer cores than the share.
+        let v = detect(&inputs(Some("10240"), v2("max 100000"), 2)).unwrap();
+        assert_eq!((v.workers, v.decided_by), (2, Source::AvailableParallelism));
+        // Ties go to the earlier input (memory before cgroup before host).
+        let v = detect(&inputs(Some("3538"), v2("200000 100000"), 2)).unwrap();
+        assert_eq!((v.workers, v.decided_by), (2, Source::LambdaMemory));
+        // Not on Lambda, no quota: the host decides.
+        let v = detect(&inputs(None, Cgroup::Absent, 3)).unwrap();
+        assert_eq!((v.workers, v.decided_by), (3, Source::AvailableParallelism));
+    }
+
+    #[test]
+    fn cgroup_v2_fixtures() {
+        assert_eq!(parse_cpu_max("max 100000\n"), Ok(None));
+        assert_eq!(parse_cpu_max("max"), Ok(None));
+        assert_eq!(parse_cpu_max("100000 100000"), Ok(Some(1)));
+        assert_eq!(parse_cpu_max("150000 100000"), Ok(Some(2)));
+        assert_eq!(parse_cpu_max("50000 100000"), Ok(Some(1)));
+        assert_eq!(parse_cpu_max("600000 100000"), Ok(Some(6)));
+        for bad in [
+            "",
+            "abc 100000",
+            "100000 0",
+            "0 100000",
+            "-5 100000",
+            "1 2 3",
+            "max x",
+        ] {
+            let err = parse_cpu_max(bad).unwrap_err();
+            assert_eq!(err.setting, "cgroup cpu.max", "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn cgroup_v1_fixtures() {
+        assert_eq!(parse_cfs("-1\n", "100000\n"), Ok(None));
+        assert_eq!(parse_cfs("200000", "100000"), Ok(Some(2)));
+        assert_eq!(parse_cfs("250000", "100000"), Ok(Some(3)));
+        assert_eq!(parse_cfs("20000", "100000"), Ok(Some(1)));
+        assert!(parse_cfs("abc", "100000").is_err());
+        assert!(parse_cfs("0", "100000").is_err());
+        assert!(parse_cfs("-7", "100000").is_err());
+        assert!(parse_cfs("100000", "0").is_err());
+        assert!(parse_cfs("100000", "x").is_err());
+        let v = detect(&inputs(Some("10240"), v1("300000", "100000"), 8)).unwrap();
+        assert_eq!((v.workers, v.decided_by), (3, Source::CgroupQuota));
+    }
+
+    #[test]
+    fn override_wins_over_everything() {
+        let mut i = inputs(Some("128"), v2("100000 100000"), 1);
+        i.worker_count = Some("12".into());
+        let v = detect(&i).unwrap();
+        assert_eq!((v.workers, v.decided_by), (12, Source::Override));
+    }
+
+    #[test]
+    fn invalid_settings_are_errors_naming_the_setting() {
+        for bad in ["0", "-1", "abc", "", "2.5", "257", "18446744073709551616"] {
+            let mut i = inputs(None, Cgroup::Absent, 2);
+            i.worker_count = Some(bad.into());
+            let err = detect(&i).unwrap_err();
+            assert_eq!(err.setting, "WORKER_COUNT", "{bad:?}");
+        }
+        for bad in ["0", "127", "10241", "-128", "lots", "1e3"] {
+            let err = detect(&inputs(Some(bad), Cgroup::Absent, 2)).unwrap_err();
+            assert_eq!(err.setting, "AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "{bad:?}");
+        }
+        let err = detect(&inputs(None, v2("garbage"), 2)).unwrap_err();
+        assert_eq!(err.setting, "cgroup cpu.max");
+    }
+
+    #[test]
+    fn from_env_reads_the_two_variables() {
+        let v = from_env(&[
+            ("WORKER_COUNT", "3"),
+            ("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "128"),
+        ])
+        .unwrap();
+        assert_eq!(
+            (v.workers, v.decided_by, v.lambda_share),
+            (3, Source::Override, Some(1))
+        );
+        let err = from_env(&[("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "abc")]).unwrap_err();
+        assert_eq!(err.setting, "AWS_LAMBDA_FUNCTION_MEMORY_SIZE");
+    }
+}

@@ -1,0 +1,126 @@
+//! A function binary running under the Lambda runtime interface emulator (the
+//! one `sam local invoke` runs inside its container), on loopback ports, no
+//! Docker needed.
+
+use crate::process::{Guard, free_port, wait_for_port};
+use crate::template::Function;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+/// An emulator with one function behind it, stopped on drop.
+#[derive(Debug)]
+pub struct Emulator {
+    guard: Guard,
+    url: String,
+    log: PathBuf,
+    agent: ureq::Agent,
+}
+
+/// One invocation's outcome.
+#[derive(Debug, Clone)]
+pub struct Invocation {
+    /// HTTP status from the emulator (200 even for handler errors, as on Lambda).
+    pub status: u16,
+    /// The response body: the handler's JSON or an error object.
+    pub body: String,
+}
+
+impl Invocation {
+    /// The body as JSON.
+    pub fn json(&self) -> Result<serde_json::Value, String> {
+        serde_json::from_str(&self.body).map_err(|e| format!("not JSON ({e}): {}", self.body))
+    }
+}
+
+impl Emulator {
+    /// Start `bootstrap` under the emulator found at `rie`, with only the
+    /// variables Lambda sets, the function's own (`spec.env`), then `extra_env`
+    /// (which wins); output goes to `log`.
+    pub fn start(
+        rie: &Path,
+        bootstrap: &Path,
+        spec: &Function,
+        extra_env: &[(&str, &str)],
+        log: &Path,
+    ) -> Result<Self, String> {
+        let port = free_port().map_err(|e| format!("free port: {e}"))?;
+        let api_port = free_port().map_err(|e| format!("free port: {e}"))?;
+        let out = std::fs::File::create(log).map_err(|e| format!("{}: {e}", log.display()))?;
+        let err = out
+            .try_clone()
+            .map_err(|e| format!("{}: {e}", log.display()))?;
+        let mut command = Command::new(rie);
+        command
+            .arg("--runtime-interface-emulator-address")
+            .arg(format!("127.0.0.1:{port}"))
+            .arg("--runtime-api-address")
+            .arg(format!("127.0.0.1:{api_port}"))
+            .arg(bootstrap)
+            .env_clear()
+            .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+            .env("AWS_LAMBDA_FUNCTION_NAME", &spec.logical_id)
+            .env("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST")
+            .env(
+                "AWS_LAMBDA_FUNCTION_MEMORY_SIZE",
+                spec.memory_mb.to_string(),
+            )
+            .env("AWS_LAMBDA_FUNCTION_TIMEOUT", spec.timeout_s.to_string())
+            .env("AWS_REGION", "us-east-1")
+            .env("AWS_DEFAULT_REGION", "us-east-1")
+            .envs(spec.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .envs(extra_env.iter().copied())
+            .stdin(Stdio::null())
+            .stdout(out)
+            .stderr(err);
+        let guard = Guard::spawn(format!("emulator for {}", spec.logical_id), &mut command)?;
+        wait_for_port(port, Duration::from_secs(10))?;
+        let agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .timeout_global(Some(Duration::from_secs(u64::from(spec.timeout_s) + 30)))
+            .build()
+            .into();
+        Ok(Self {
+            guard,
+            url: format!("http://127.0.0.1:{port}/2015-03-31/functions/function/invocations"),
+            log: log.to_path_buf(),
+            agent,
+        })
+    }
+
+    /// Invoke the function with `payload`, as `sam local invoke -e` does.
+    pub fn invoke(&self, payload: &str) -> Result<Invocation, String> {
+        let response = self
+            .agent
+            .post(&self.url)
+            .header("content-type", "application/json")
+            .send(payload)
+            .map_err(|e| format!("invoke {}: {e}", self.url))?;
+        let status = response.status().as_u16();
+        let body = response
+            .into_body()
+            .read_to_string()
+            .map_err(|e| format!("read response: {e}"))?;
+        Ok(Invocation { status, body })
+    }
+
+    /// The invoke URL (`POST` an event to it).
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// Everything the emulator and the function printed so far.
+    pub fn logs(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// The emulator's process id.
+    pub fn pid(&self) -> u32 {
+        self.guard.pid()
+    }
+
+    /// Stop the emulator and the function now (dropping does the same).
+    pub fn stop(mut self) {
+        self.guard.stop(Duration::from_secs(2));
+    }
+}

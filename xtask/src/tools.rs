@@ -1,0 +1,183 @@
+//! The pinned versions of every tool the project installs, and where they live.
+//!
+//! Everything goes under `.tools/` in the workspace (ignored by git); nothing is
+//! installed globally. Re-running [`install`] only checks what is present.
+
+use crate::workspace_root;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// aws-sam-cli (PyPI): `sam build`, `sam validate --lint` (cfn-lint), and the
+/// Lambda runtime interface emulator binary it ships.
+pub const SAM_CLI_VERSION: &str = "1.170.0";
+/// cargo-lambda (PyPI): the builder `sam build` runs for `rust-cargolambda`.
+pub const CARGO_LAMBDA_VERSION: &str = "1.9.2";
+/// DynamoDB Local (Maven Central, `com.amazonaws:DynamoDBLocal`).
+pub const DYNAMODB_LOCAL_VERSION: &str = "2.6.1";
+
+/// `.tools/` in the workspace.
+pub fn dir() -> PathBuf {
+    workspace_root().join(".tools")
+}
+
+/// The Python virtual environment holding sam and cargo-lambda.
+pub fn venv() -> PathBuf {
+    dir().join("venv")
+}
+
+/// The venv's `bin/` folder; put it first on `PATH` for `sam` and `cargo lambda`.
+pub fn venv_bin() -> PathBuf {
+    venv().join("bin")
+}
+
+/// Where DynamoDB Local's jars are copied.
+pub fn dynamodb_local_lib() -> PathBuf {
+    dir()
+        .join(format!("dynamodb-local-{DYNAMODB_LOCAL_VERSION}"))
+        .join("lib")
+}
+
+/// The runtime interface emulator for this machine's architecture, as shipped
+/// inside the aws-sam-cli package.
+pub fn emulator() -> Result<PathBuf, String> {
+    let arch = match std::env::consts::ARCH {
+        "x86_64" => "x86_64",
+        "aarch64" => "arm64",
+        other => return Err(format!("no runtime interface emulator for {other}")),
+    };
+    let lib = venv().join("lib");
+    let entries = std::fs::read_dir(&lib)
+        .map_err(|e| format!("{}: {e} (run `cargo xtask tools`)", lib.display()))?;
+    entries
+        .filter_map(Result::ok)
+        .map(|python| {
+            python
+                .path()
+                .join("site-packages/samcli/local/rapid")
+                .join(format!("aws-lambda-rie-{arch}"))
+        })
+        .find(|path| path.is_file())
+        .ok_or_else(|| {
+            format!(
+                "aws-lambda-rie-{arch} not found under {} (run `cargo xtask tools`)",
+                lib.display()
+            )
+        })
+}
+
+/// A `PATH` with the venv first, for `sam` and `cargo lambda`.
+pub fn path_with_venv() -> String {
+    let mut paths = vec![venv_bin()];
+    if let Some(path) = std::env::var_os("PATH") {
+        paths.extend(std::env::split_paths(&path));
+    }
+    std::env::join_paths(paths)
+        .map(|p| p.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+/// Install every pinned tool that is missing or at another version.
+pub fn install() -> Result<(), String> {
+    std::fs::create_dir_all(dir()).map_err(|e| format!("{}: {e}", dir().display()))?;
+    install_venv()?;
+    install_dynamodb_local()?;
+    Ok(())
+}
+
+fn installed_pip_version(package: &str) -> Option<String> {
+    let output = Command::new(venv_bin().join("pip"))
+        .args(["show", "--disable-pip-version-check", package])
+        .output()
+        .ok()?;
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .find_map(|line| line.strip_prefix("Version: ").map(str::to_owned))
+}
+
+fn install_venv() -> Result<(), String> {
+    let wanted = [
+        ("aws-sam-cli", SAM_CLI_VERSION),
+        ("cargo-lambda", CARGO_LAMBDA_VERSION),
+    ];
+    if wanted
+        .iter()
+        .all(|(package, version)| installed_pip_version(package).as_deref() == Some(version))
+    {
+        return Ok(());
+    }
+    if !venv_bin().join("pip").is_file() {
+        eprintln!("tools: creating {}", venv().display());
+        run(Command::new("python3").arg("-m").arg("venv").arg(venv()))?;
+    }
+    eprintln!(
+        "tools: installing aws-sam-cli {SAM_CLI_VERSION} and cargo-lambda {CARGO_LAMBDA_VERSION} (about a minute)"
+    );
+    let specs = wanted.map(|(package, version)| format!("{package}=={version}"));
+    run(Command::new(venv_bin().join("pip"))
+        .args(["install", "--quiet", "--disable-pip-version-check"])
+        .args(specs))
+}
+
+fn install_dynamodb_local() -> Result<(), String> {
+    let lib = dynamodb_local_lib();
+    let jar = lib.join(format!("DynamoDBLocal-{DYNAMODB_LOCAL_VERSION}.jar"));
+    if jar.is_file() {
+        return Ok(());
+    }
+    let project = lib.parent().unwrap_or(&lib).to_path_buf();
+    std::fs::create_dir_all(&project).map_err(|e| format!("{}: {e}", project.display()))?;
+    // A throw-away project whose only job is to have Maven copy the jars.
+    let pom = format!(
+        r#"<project xmlns="http://maven.apache.org/POM/4.0.0">
+  <modelVersion>4.0.0</modelVersion>
+  <groupId>local</groupId>
+  <artifactId>dynamodb-local-fetch</artifactId>
+  <version>1</version>
+  <dependencies>
+    <dependency>
+      <groupId>com.amazonaws</groupId>
+      <artifactId>DynamoDBLocal</artifactId>
+      <version>{DYNAMODB_LOCAL_VERSION}</version>
+    </dependency>
+  </dependencies>
+</project>
+"#
+    );
+    std::fs::write(project.join("pom.xml"), pom).map_err(|e| format!("pom.xml: {e}"))?;
+    eprintln!(
+        "tools: fetching DynamoDB Local {DYNAMODB_LOCAL_VERSION} from Maven Central (about 90 s)"
+    );
+    run(Command::new("mvn")
+        .current_dir(&project)
+        .args(["-q", "-B", "dependency:copy-dependencies"])
+        .arg(format!("-DoutputDirectory={}", lib.display())))?;
+    if jar.is_file() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{} is missing after the Maven fetch",
+            jar.display()
+        ))
+    }
+}
+
+/// Run `command`, turning a failure into an error naming it.
+pub fn run(command: &mut Command) -> Result<(), String> {
+    let status = command
+        .status()
+        .map_err(|e| format!("{}: {e}", describe(command)))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("{} failed: {status}", describe(command)))
+    }
+}
+
+/// `program arg arg…` for messages.
+pub fn describe(command: &Command) -> String {
+    std::iter::once(command.get_program())
+        .chain(command.get_args())
+        .map(|s| Path::new(s).display().to_string())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
