@@ -32,12 +32,19 @@ impl Env for ProcessEnv {
 }
 
 /// A fixed table of variables, for tests and tools.
-impl<const N: usize> Env for [(&'static str, &'static str); N] {
+impl Env for &[(&'static str, &'static str)] {
     fn get(&self, name: &'static str) -> Result<Option<String>, ConfigError> {
         Ok(self
             .iter()
             .find(|(key, _)| *key == name)
             .map(|(_, value)| (*value).to_owned()))
+    }
+}
+
+/// A fixed table of variables, for tests and tools.
+impl<const N: usize> Env for [(&'static str, &'static str); N] {
+    fn get(&self, name: &'static str) -> Result<Option<String>, ConfigError> {
+        Env::get(&self.as_slice(), name)
     }
 }
 

@@ -3,31 +3,35 @@
 //! and the first invocation of an execution environment logs the init duration.
 
 use lambda_runtime::{LambdaInvocation, tower::Layer, tower::Service};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll};
 use std::time::Duration;
 use tracing::{Instrument, instrument::Instrumented};
 
+/// Invocations started in this process (one execution environment).
+static INVOCATIONS: AtomicU64 = AtomicU64::new(0);
+
+/// Whether the invocation in progress is the first of this execution
+/// environment (false outside [`crate::run`], e.g. in unit tests).
+pub fn is_cold_start() -> bool {
+    INVOCATIONS.load(Ordering::Relaxed) == 1
+}
+
+/// Count an invocation; true for the first one.
+fn begin_invocation() -> bool {
+    INVOCATIONS.fetch_add(1, Ordering::Relaxed) == 0
+}
+
 /// Adds an `invocation{request_id, cold_start}` span around every invocation.
 #[derive(Debug, Clone)]
 pub struct ColdStartLayer {
-    first: Arc<AtomicBool>,
     init: Duration,
 }
 
 impl ColdStartLayer {
     /// `init` is the time from process start to the runtime loop.
     pub fn new(init: Duration) -> Self {
-        Self {
-            first: Arc::new(AtomicBool::new(true)),
-            init,
-        }
-    }
-
-    /// True exactly once: for the first invocation.
-    fn take_cold_start(&self) -> bool {
-        self.first.swap(false, Ordering::Relaxed)
+        Self { init }
     }
 }
 
@@ -62,7 +66,7 @@ where
     }
 
     fn call(&mut self, req: LambdaInvocation) -> Self::Future {
-        let cold_start = self.layer.take_cold_start();
+        let cold_start = begin_invocation();
         let span = tracing::info_span!(
             "invocation",
             request_id = %req.context.request_id,
@@ -89,10 +93,10 @@ mod tests {
 
     #[test]
     fn only_the_first_invocation_is_cold() {
-        let layer = ColdStartLayer::new(Duration::from_millis(5));
-        let clone = layer.clone();
-        assert!(layer.take_cold_start());
-        assert!(!clone.take_cold_start());
-        assert!(!layer.take_cold_start());
+        assert!(!is_cold_start(), "no invocation yet");
+        assert!(begin_invocation());
+        assert!(is_cold_start());
+        assert!(!begin_invocation());
+        assert!(!is_cold_start());
     }
 }

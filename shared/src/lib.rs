@@ -18,6 +18,7 @@ pub mod config;
 pub mod invocation;
 pub mod logging;
 pub mod memory;
+pub mod metrics;
 pub mod pool;
 pub mod vcpus;
 
@@ -156,7 +157,13 @@ pub fn init_with(env: &dyn Env) -> Result<Init, InitError> {
 ///
 /// Lambda reports the exit as `Runtime.ExitError` with that line in the logs.
 pub fn init_or_exit() -> Init {
-    init().unwrap_or_else(|e| {
+    or_exit(init())
+}
+
+/// The value, or (for cold-start errors such as a function's own settings)
+/// print `cold start failed: <error>` and exit with status 1.
+pub fn or_exit<T, E: std::fmt::Display>(result: Result<T, E>) -> T {
+    result.unwrap_or_else(|e| {
         eprintln!("cold start failed: {e}");
         std::process::exit(1)
     })

@@ -7,9 +7,16 @@
 //!   wins over `RUST_LOG`, as in `lambda_runtime`'s own subscriber.
 //! - `RUST_LOG`: full `tracing` filter directives (`info,aws_smithy=warn`), used
 //!   when `AWS_LAMBDA_LOG_LEVEL` is not set.
+//!
+//! Whatever the level, the runtime's TRACE line with the raw event is dropped:
+//! events may carry secrets.
 
 use crate::config::{ConfigError, Env};
-use tracing_subscriber::EnvFilter;
+use tracing::Level;
+use tracing_subscriber::filter::{FilterExt, filter_fn};
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
+use tracing_subscriber::{EnvFilter, Layer, fmt};
 
 /// Log line format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -73,25 +80,36 @@ impl Settings {
 #[error("logging is already initialised: {0}")]
 pub struct AlreadyInitialised(String);
 
+/// The runtime logs every raw event at TRACE level under this target; events
+/// may carry secrets (the password hasher's do), so those lines are always dropped.
+const RAW_EVENT_TARGET: &str = "lambda_runtime::layers::api_response";
+
 /// Install the global subscriber. A second call returns an error, never panics.
 pub fn init(settings: &Settings) -> Result<(), AlreadyInitialised> {
     // `from_env` validated the filter; an invalid one here would be a bug, so
     // fall back to `info` rather than panic.
-    let filter = EnvFilter::try_new(&settings.filter).unwrap_or_else(|_| EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stdout);
-    let result = match settings.format {
-        Format::Json => builder
+    let levels = EnvFilter::try_new(&settings.filter).unwrap_or_else(|_| EnvFilter::new("info"));
+    let no_raw_events =
+        filter_fn(|meta| !(meta.target() == RAW_EVENT_TARGET && *meta.level() == Level::TRACE));
+    let layer = match settings.format {
+        Format::Json => fmt::layer()
             .json()
             .flatten_event(true)
             .with_current_span(true)
             .with_span_list(false)
-            .try_init(),
+            .with_writer(std::io::stdout)
+            .boxed(),
         // CloudWatch adds its own timestamps and shows no colours.
-        Format::Text => builder.with_ansi(false).without_time().try_init(),
+        Format::Text => fmt::layer()
+            .with_ansi(false)
+            .without_time()
+            .with_writer(std::io::stdout)
+            .boxed(),
     };
-    result.map_err(|e| AlreadyInitialised(e.to_string()))
+    tracing_subscriber::registry()
+        .with(layer.with_filter(levels.and(no_raw_events)))
+        .try_init()
+        .map_err(|e| AlreadyInitialised(e.to_string()))
 }
 
 #[cfg(test)]

@@ -92,9 +92,110 @@ pub fn init_duration_ms(logs: &str) -> Option<f64> {
     })
 }
 
+/// A fresh path under `target/e2e-logs/` for a log or data folder named `what`.
+pub fn scratch(what: &str) -> PathBuf {
+    static RUN: AtomicUsize = AtomicUsize::new(0);
+    let dir = workspace_root().join("target").join("e2e-logs");
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    dir.join(format!(
+        "{what}-{}-{}",
+        std::process::id(),
+        RUN.fetch_add(1, Ordering::Relaxed)
+    ))
+}
+
 /// File name of `path`, for messages.
 pub fn file_name(path: &Path) -> String {
     path.file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default()
+}
+
+/// SQS records (standard queue) carrying the sample orders `range`, message
+/// ids `msg-N`.
+pub fn sample_records(range: std::ops::Range<u64>) -> Vec<aws_lambda_events::sqs::SqsMessage> {
+    range
+        .map(|n| {
+            let mut m = aws_lambda_events::sqs::SqsMessage::default();
+            m.message_id = Some(format!("msg-{n}"));
+            m.body = Some(order_processor::sample::body(n));
+            m
+        })
+        .collect()
+}
+
+/// Every item of a local table as `order_id -> content_hash`, by paginated scan.
+pub async fn stored_hashes(
+    client: &aws_sdk_dynamodb::Client,
+    table: &str,
+) -> std::collections::BTreeMap<String, String> {
+    use aws_sdk_dynamodb::types::AttributeValue;
+    let mut items = std::collections::BTreeMap::new();
+    let mut pages = client
+        .scan()
+        .table_name(table)
+        .consistent_read(true)
+        .into_paginator()
+        .items()
+        .send();
+    while let Some(item) = pages.next().await {
+        let item = item.unwrap_or_else(|e| panic!("scan {table}: {e}"));
+        let text = |key: &str| match item.get(key) {
+            Some(AttributeValue::S(s)) => s.clone(),
+            other => panic!("{key} is {other:?}"),
+        };
+        let previous = items.insert(text("order_id"), text("content_hash"));
+        assert!(previous.is_none(), "a scan returned an order twice");
+    }
+    items
+}
+
+/// What the table must hold after the sample orders `range` were processed.
+pub fn expected_hashes(range: std::ops::Range<u64>) -> std::collections::BTreeMap<String, String> {
+    range
+        .map(|n| {
+            let valid = order_processor::order::validate(order_processor::sample::order(n))
+                .unwrap_or_else(|e| panic!("sample {n}: {e}"));
+            (valid.order.order_id.clone(), valid.hash_hex())
+        })
+        .collect()
+}
+
+/// DynamoDB Local with the template's tables, and the environment that points a
+/// function at it (as `sam local invoke` users do with `AWS_ENDPOINT_URL_*`).
+pub struct LocalDynamoDb {
+    /// The server (stopped on drop).
+    pub server: xtask::dynamodb_local::DynamoDbLocal,
+    env: Vec<(&'static str, String)>,
+}
+
+impl LocalDynamoDb {
+    /// Start DynamoDB Local and create the template's tables.
+    pub async fn start() -> Self {
+        let server =
+            xtask::dynamodb_local::DynamoDbLocal::start(&scratch("dynamodb").with_extension("log"))
+                .unwrap_or_else(|e| panic!("{e}"));
+        let template = Template::load(&workspace_root().join("template.yaml"))
+            .unwrap_or_else(|e| panic!("{e}"));
+        xtask::dynamodb_local::create_tables(&template, &server.client())
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let env = vec![
+            ("AWS_ENDPOINT_URL_DYNAMODB", server.endpoint()),
+            (
+                "AWS_ACCESS_KEY_ID",
+                xtask::dynamodb_local::ACCESS_KEY.to_owned(),
+            ),
+            (
+                "AWS_SECRET_ACCESS_KEY",
+                xtask::dynamodb_local::ACCESS_KEY.to_owned(),
+            ),
+        ];
+        Self { server, env }
+    }
+
+    /// Environment variables for a function using this server.
+    pub fn env(&self) -> Vec<(&str, &str)> {
+        self.env.iter().map(|(k, v)| (*k, v.as_str())).collect()
+    }
 }

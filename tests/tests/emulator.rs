@@ -1,11 +1,13 @@
 //! The real function binaries under the Lambda runtime interface emulator, with
 //! the memory size, timeout and environment `template.yaml` declares.
 
-use e2e::{FUNCTIONS, events, file_name, init_duration_ms, json_lines, start};
+use e2e::{
+    FUNCTIONS, LocalDynamoDb, events, file_name, init_duration_ms, json_lines, start, stored_hashes,
+};
 use serde_json::Value;
 
-#[test]
-fn every_sample_event_is_answered_by_its_function() {
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_sample_event_is_answered_by_its_function() {
     let event_dirs: Vec<_> = std::fs::read_dir(e2e::workspace_root().join("events"))
         .expect("events/")
         .filter_map(Result::ok)
@@ -17,8 +19,9 @@ fn every_sample_event_is_answered_by_its_function() {
             "events/{dir} names no function"
         );
     }
+    let dynamodb = LocalDynamoDb::start().await;
     for name in FUNCTIONS {
-        let emulator = start(name, &[]);
+        let emulator = start(name, &dynamodb.env());
         let samples = events(name);
         assert!(!samples.is_empty(), "events/{name}/ has no sample event");
         for (path, payload) in samples {
@@ -38,6 +41,16 @@ fn every_sample_event_is_answered_by_its_function() {
             );
             check_answer(name, &payload, &body);
         }
+        if name == "order-processor" {
+            let stored = stored_hashes(&dynamodb.server.client(), "OrdersTable").await;
+            let ids: Vec<_> = stored.keys().map(String::as_str).collect();
+            assert_eq!(
+                ids,
+                [
+                    "ord-0001", "ord-0002", "ord-0003", "ord-0101", "ord-0201", "ord-0202"
+                ]
+            );
+        }
         let logs = emulator.logs();
         match init_duration_ms(&logs) {
             Some(ms) => eprintln!("cold start of {name} under the emulator: init {ms:.1} ms"),
@@ -51,32 +64,67 @@ fn check_answer(name: &str, payload: &str, body: &Value) {
     let event: Value = serde_json::from_str(payload).expect("event JSON");
     match name {
         "order-processor" => {
-            // Until orders are stored, every record must come back failed.
-            let sent: Vec<_> = event["Records"]
-                .as_array()
-                .expect("Records")
-                .iter()
-                .map(|r| &r["messageId"])
-                .collect();
+            // Exactly the invalid orders fail, and in a FIFO group everything after them.
+            let mut failed_groups = Vec::new();
+            let mut expected = Vec::new();
+            for record in event["Records"].as_array().expect("Records") {
+                let group = record["attributes"]["MessageGroupId"].as_str();
+                let body = record["body"].as_str().unwrap_or_default();
+                let blocked = group.is_some_and(|g| failed_groups.contains(&g));
+                if blocked || order_processor::order::parse(body).is_err() {
+                    expected.push(record["messageId"].clone());
+                    failed_groups.extend(group);
+                }
+            }
             let failed: Vec<_> = body["batchItemFailures"]
                 .as_array()
                 .expect("batchItemFailures")
                 .iter()
-                .map(|f| &f["itemIdentifier"])
+                .map(|f| f["itemIdentifier"].clone())
                 .collect();
-            assert_eq!(sent, failed);
+            assert_eq!(failed, expected, "answer: {body}");
         }
         "password-hasher" => {
+            // A Function URL event gets an HTTP answer wrapping the same JSON.
+            let (request, answer) = if event.get("requestContext").is_some() {
+                assert_eq!(body["statusCode"], 200, "{body}");
+                let inner = |v: &Value| {
+                    serde_json::from_str::<Value>(v.as_str().unwrap_or_default())
+                        .expect("JSON body")
+                };
+                (inner(&event["body"]), inner(&body["body"]))
+            } else {
+                (event.clone(), body.clone())
+            };
             // 3,538 MB in the template: two vCPUs' worth, capped by this machine.
             let available = std::thread::available_parallelism().map_or(1, usize::from);
-            assert_eq!(body["workers"], Value::from(available.min(2)), "{body}");
-            for password in event["passwords"].as_array().into_iter().flatten() {
-                let password = password.as_str().expect("password");
-                assert!(
-                    !body.to_string().contains(password),
-                    "password in response: {body}"
-                );
+            assert_eq!(answer["workers"], Value::from(available.min(2)), "{answer}");
+            assert!(answer["duration_ms"].as_f64().is_some(), "{answer}");
+            assert!(
+                answer["memory"]["rss_bytes"].as_u64().unwrap_or(0) > 0,
+                "{answer}"
+            );
+            match request["operation"].as_str() {
+                Some("hash") => {
+                    let hashes = answer["hashes"].as_array().expect("hashes");
+                    assert_eq!(
+                        hashes.len(),
+                        request["passwords"].as_array().map_or(0, Vec::len)
+                    );
+                    assert!(
+                        hashes
+                            .iter()
+                            .all(|h| h.as_str().is_some_and(|h| h.starts_with("$2b$")))
+                    );
+                }
+                Some("verify") => {
+                    // The sample pairs: right password, wrong password, malformed hash.
+                    let expected = serde_json::json!([{"valid": true}, {"valid": false}, {"error": "malformed bcrypt hash"}]);
+                    assert_eq!(answer["results"], expected);
+                }
+                other => panic!("unexpected operation {other:?}"),
             }
+            assert_no_password(&request, &body.to_string());
         }
         "arrow-worker" => {
             assert_eq!(body["facts"]["memory_return"], "keep", "{body}");
@@ -87,6 +135,59 @@ fn check_answer(name: &str, payload: &str, body: &Value) {
         }
         other => panic!("no expectations for {other}"),
     }
+}
+
+/// No password of `request` appears in `text`.
+fn assert_no_password(request: &Value, text: &str) {
+    let passwords = request["passwords"].as_array().into_iter().flatten().chain(
+        request["items"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|i| &i["password"]),
+    );
+    for password in passwords.filter_map(Value::as_str) {
+        assert!(!text.contains(password), "a password leaked into: {text}");
+    }
+}
+
+#[test]
+fn no_password_reaches_the_logs_even_at_trace_level() {
+    let emulator = start(
+        "password-hasher",
+        &[
+            ("AWS_LAMBDA_LOG_LEVEL", "TRACE"),
+            ("AWS_LAMBDA_LOG_FORMAT", "JSON"),
+        ],
+    );
+    let mut requests = Vec::new();
+    for (_, payload) in events("password-hasher") {
+        let answer = emulator.invoke(&payload).expect("invoke");
+        assert_eq!(answer.status, 200);
+        let event: Value = serde_json::from_str(&payload).expect("event");
+        requests.push(event.get("requestContext").map_or(event.clone(), |_| {
+            serde_json::from_str(event["body"].as_str().unwrap_or_default()).expect("body")
+        }));
+    }
+    // Refused requests too: each names a problem but must not echo the password.
+    for bad in [
+        r#"{"operation":"hash","cost":3,"passwords":["refused-secret-cost"]}"#,
+        r#"{"operation":"hash","cost":"refused-secret-type","passwords":["refused-secret-x"]}"#,
+        r#"{"operation":"verify","items":[{"password":"refused-secret-hash","hash":"refused-secret-hash"}]}"#,
+    ] {
+        let answer = emulator.invoke(bad).expect("invoke");
+        assert!(!answer.body.contains("refused-secret"), "{}", answer.body);
+        requests.push(serde_json::from_str(bad).expect("json"));
+    }
+    let logs = emulator.logs();
+    assert!(
+        logs.contains("\"level\":\"TRACE\"") || logs.contains("\"level\":\"DEBUG\""),
+        "trace logging is on:\n{logs}"
+    );
+    for request in &requests {
+        assert_no_password(request, &logs);
+    }
+    assert!(!logs.contains("refused-secret"), "{logs}");
 }
 
 #[test]
@@ -111,22 +212,38 @@ fn cold_start_is_logged_once_with_the_init_facts() {
     assert_eq!(init[0]["workers"], 3);
     assert_eq!(init[0]["decided_by"], "WORKER_COUNT");
     assert_eq!(init[0]["allocator"], "mimalloc");
-    let cold: Vec<_> = lines
+    let marker: Vec<_> = lines
         .iter()
-        .filter(|l| l["span"]["cold_start"] == true)
+        .filter(|l| l["message"] == "cold start: first invocation")
         .collect();
-    assert_eq!(
-        cold.len(),
-        1,
-        "exactly the first invocation is cold:\n{logs}"
-    );
-    assert_eq!(cold[0]["message"], "cold start: first invocation");
-    assert!(cold[0]["init_ms"].as_f64().is_some(), "{logs}");
-    let request_id = cold[0]["span"]["request_id"].as_str().expect("request id");
+    assert_eq!(marker.len(), 1, "{logs}");
+    assert_eq!(marker[0]["span"]["cold_start"], true);
+    assert!(marker[0]["init_ms"].as_f64().is_some(), "{logs}");
+    let first = &marker[0]["span"]["request_id"];
     assert!(
-        logs.contains(&format!("START RequestId: {request_id}")),
+        logs.contains(&format!(
+            "START RequestId: {}",
+            first.as_str().unwrap_or("?")
+        )),
         "{logs}"
     );
+    // Every line of the first invocation says cold_start=true, every later one false.
+    let in_invocations: Vec<_> = lines
+        .iter()
+        .filter(|l| l["span"]["request_id"].is_string())
+        .collect();
+    let requests: std::collections::BTreeSet<_> = in_invocations
+        .iter()
+        .map(|l| l["span"]["request_id"].to_string())
+        .collect();
+    assert_eq!(requests.len(), 3, "{logs}");
+    for line in in_invocations {
+        assert_eq!(
+            line["span"]["cold_start"] == true,
+            line["span"]["request_id"] == *first,
+            "{line}"
+        );
+    }
 }
 
 #[test]

@@ -68,6 +68,11 @@ impl Emulator {
             .env("AWS_LAMBDA_FUNCTION_TIMEOUT", spec.timeout_s.to_string())
             .env("AWS_REGION", "us-east-1")
             .env("AWS_DEFAULT_REGION", "us-east-1")
+            // Local runs never reach AWS: no instance-metadata lookups for
+            // credentials, and every AWS service not pointed elsewhere goes to
+            // a closed loopback port (fails at once).
+            .env("AWS_EC2_METADATA_DISABLED", "true")
+            .env("AWS_ENDPOINT_URL", "http://127.0.0.1:9")
             .envs(spec.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
             .envs(extra_env.iter().copied())
             .stdin(Stdio::null())

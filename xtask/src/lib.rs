@@ -2,6 +2,7 @@
 //! tool versions and their installation, and the local stand-ins for AWS
 //! (the Lambda runtime interface emulator) started on loopback ports.
 
+pub mod dynamodb_local;
 pub mod emulator;
 pub mod process;
 pub mod template;

@@ -8,6 +8,7 @@
 
 use std::process::{Command, ExitCode};
 use std::time::{Duration, Instant};
+use xtask::dynamodb_local::{self, DynamoDbLocal};
 use xtask::emulator::Emulator;
 use xtask::template::Template;
 use xtask::{process, tools, workspace_root};
@@ -51,13 +52,19 @@ fn cargo() -> Command {
 
 /// Run `sam` from the venv, offline-friendly: no telemetry, a default region.
 fn sam(args: &[&str]) -> Result<(), String> {
+    sam_with(args, &[])
+}
+
+/// [`sam`] with extra environment variables.
+fn sam_with(args: &[&str], env: &[(&str, &str)]) -> Result<(), String> {
     tools::run(
         Command::new(tools::venv_bin().join("sam"))
             .current_dir(workspace_root())
             .args(args)
             .env("PATH", tools::path_with_venv())
             .env("SAM_CLI_TELEMETRY", "0")
-            .env("AWS_DEFAULT_REGION", "us-east-1"),
+            .env("AWS_DEFAULT_REGION", "us-east-1")
+            .envs(env.iter().copied()),
     )
 }
 
@@ -141,7 +148,21 @@ fn test() -> Result<(), String> {
         "sam validate --lint",
         Box::new(|| sam(&["validate", "--lint"])),
     ));
-    steps.push(("sam build (x86_64)", Box::new(|| sam(&["build"]))));
+    steps.push((
+        "sam build (x86_64, quick profile)",
+        Box::new(|| {
+            // Proves the SAM + cargo-lambda wiring and the Lambda link; the
+            // fat-LTO release build is for `sam build` / `cargo xtask run`.
+            sam_with(
+                &["build", "--build-dir", "target/sam-build-check"],
+                &[
+                    ("CARGO_PROFILE_RELEASE_LTO", "false"),
+                    ("CARGO_PROFILE_RELEASE_CODEGEN_UNITS", "16"),
+                    ("CARGO_PROFILE_RELEASE_OPT_LEVEL", "1"),
+                ],
+            )
+        }),
+    ));
 
     let started = Instant::now();
     let mut report = Vec::new();
@@ -169,8 +190,9 @@ fn test() -> Result<(), String> {
     failed.map_or(Ok(()), Err)
 }
 
-/// Build with `sam build`, then invoke every function with its sample events
-/// under the runtime interface emulator, as `sam local invoke -e` would.
+/// Build with `sam build`, start DynamoDB Local with the template's tables, then
+/// invoke every function with its sample events under the runtime interface
+/// emulator, as `sam local invoke -e` would.
 fn run(keep: bool) -> Result<(), String> {
     process::stop_all_on_interrupt()?;
     tools::install()?;
@@ -181,6 +203,24 @@ fn run(keep: bool) -> Result<(), String> {
     let logs = root.join("target").join("local-logs");
     std::fs::create_dir_all(&logs).map_err(|e| format!("{}: {e}", logs.display()))?;
 
+    let dynamodb = DynamoDbLocal::start(&logs.join("dynamodb-local.log"))?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    let tables = runtime.block_on(dynamodb_local::create_tables(&template, &dynamodb.client()))?;
+    println!(
+        "DynamoDB Local: {} (tables: {})",
+        dynamodb.endpoint(),
+        tables.join(", ")
+    );
+    let endpoint = dynamodb.endpoint();
+    let local_aws = [
+        ("AWS_ENDPOINT_URL_DYNAMODB", endpoint.as_str()),
+        ("AWS_ACCESS_KEY_ID", dynamodb_local::ACCESS_KEY),
+        ("AWS_SECRET_ACCESS_KEY", dynamodb_local::ACCESS_KEY),
+    ];
+
     let mut running = Vec::new();
     for function in template.functions()? {
         let bootstrap = root
@@ -188,7 +228,7 @@ fn run(keep: bool) -> Result<(), String> {
             .join(&function.logical_id)
             .join("bootstrap");
         let log = logs.join(format!("{}.log", function.binary));
-        let emulator = Emulator::start(&rie, &bootstrap, &function, &[], &log)?;
+        let emulator = Emulator::start(&rie, &bootstrap, &function, &local_aws, &log)?;
         println!(
             "\n{} ({} MB, {} s timeout): {}",
             function.logical_id,
@@ -235,6 +275,25 @@ fn run(keep: bool) -> Result<(), String> {
             std::thread::sleep(Duration::from_secs(3600));
         }
     }
-    // Dropping `running` stops every emulator and function.
+    let stored = runtime.block_on(count_items(&dynamodb.client(), "OrdersTable"))?;
+    println!("\nOrdersTable now holds {stored} order(s).");
+    // Dropping `running` and `dynamodb` stops every process started here.
     Ok(())
+}
+
+/// Items in a local table.
+async fn count_items(client: &aws_sdk_dynamodb::Client, table: &str) -> Result<i32, String> {
+    client
+        .scan()
+        .table_name(table)
+        .select(aws_sdk_dynamodb::types::Select::Count)
+        .send()
+        .await
+        .map(|r| r.count())
+        .map_err(|e| {
+            format!(
+                "scan {table}: {}",
+                aws_sdk_dynamodb::error::DisplayErrorContext(e)
+            )
+        })
 }

@@ -2,7 +2,8 @@
 //! timeout, environment) instead of a second copy of it.
 //!
 //! Locally every resource's physical name is its logical id: `!Ref OrdersTable`
-//! resolves to `"OrdersTable"`, the name the local stack gives that table.
+//! resolves to `"OrdersTable"`, the name the local stack gives that table; a
+//! `!Ref` to a parameter resolves to the parameter's `Default`.
 
 use serde_norway::Value;
 use std::path::Path;
@@ -92,7 +93,7 @@ impl Template {
                             .as_str()
                             .ok_or("environment key is not a string")?
                             .to_owned();
-                        let value = scalar(value).ok_or_else(|| {
+                        let value = self.scalar(value).ok_or_else(|| {
                             format!(
                                 "{logical_id}: {key} has a value the local runner cannot resolve"
                             )
@@ -121,14 +122,23 @@ impl Template {
     }
 }
 
-/// A plain scalar as text, or `!Ref X` as `X`.
-fn scalar(value: &Value) -> Option<String> {
-    match value {
-        Value::String(s) => Some(s.clone()),
-        Value::Number(n) => Some(n.to_string()),
-        Value::Bool(b) => Some(b.to_string()),
-        Value::Tagged(tagged) if tagged.tag == "Ref" => tagged.value.as_str().map(str::to_owned),
-        _ => None,
+impl Template {
+    /// A plain scalar as text; `!Ref X` as the parameter's default, or as `X`
+    /// for a resource.
+    fn scalar(&self, value: &Value) -> Option<String> {
+        match value {
+            Value::String(s) => Some(s.clone()),
+            Value::Number(n) => Some(n.to_string()),
+            Value::Bool(b) => Some(b.to_string()),
+            Value::Tagged(tagged) if tagged.tag == "Ref" => {
+                let name = tagged.value.as_str()?;
+                match self.doc.get("Parameters").and_then(|p| p.get(name)) {
+                    Some(parameter) => self.scalar(parameter.get("Default")?),
+                    None => Some(name.to_owned()),
+                }
+            }
+            _ => None,
+        }
     }
 }
 
@@ -157,6 +167,8 @@ mod tests {
     fn globals_refs_and_defaults() {
         let template = Template::parse(
             r#"
+Parameters:
+  Size: { Type: Number, Default: 42 }
 Globals:
   Function:
     Timeout: 9
@@ -172,13 +184,17 @@ Resources:
           B: local
           TABLE: !Ref Table
           N: 5
+          SIZE: !Ref Size
 "#,
         )
         .expect("parse");
         let f = template.function("fn-bin").expect("function");
         assert_eq!((f.memory_mb, f.timeout_s), (128, 9));
         let env: Vec<_> = f.env.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        assert_eq!(env, ["A=global", "B=local", "TABLE=Table", "N=5"]);
+        assert_eq!(
+            env,
+            ["A=global", "B=local", "TABLE=Table", "N=5", "SIZE=42"]
+        );
         assert!(template.function("other").is_err());
     }
 

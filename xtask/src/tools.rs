@@ -37,6 +37,11 @@ pub fn dynamodb_local_lib() -> PathBuf {
         .join("lib")
 }
 
+/// Where the loopback-only launcher of DynamoDB Local is compiled.
+pub fn dynamodb_local_launcher() -> PathBuf {
+    dynamodb_local_lib().with_file_name("launcher")
+}
+
 /// The runtime interface emulator for this machine's architecture, as shipped
 /// inside the aws-sam-cli package.
 pub fn emulator() -> Result<PathBuf, String> {
@@ -121,10 +126,35 @@ fn install_venv() -> Result<(), String> {
 fn install_dynamodb_local() -> Result<(), String> {
     let lib = dynamodb_local_lib();
     let jar = lib.join(format!("DynamoDBLocal-{DYNAMODB_LOCAL_VERSION}.jar"));
-    if jar.is_file() {
-        return Ok(());
+    if !jar.is_file() {
+        fetch_dynamodb_local(&lib)?;
     }
-    let project = lib.parent().unwrap_or(&lib).to_path_buf();
+    if !jar.is_file() {
+        return Err(format!(
+            "{} is missing after the Maven fetch",
+            jar.display()
+        ));
+    }
+    // The launcher that binds 127.0.0.1 only (see xtask/java/).
+    let source = workspace_root().join("xtask/java/LoopbackDynamoDbLocal.java");
+    let class = dynamodb_local_launcher().join("LoopbackDynamoDbLocal.class");
+    let fresh = |from: &Path, to: &Path| {
+        let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+        matches!((modified(from), modified(to)), (Some(a), Some(b)) if b >= a)
+    };
+    if !fresh(&source, &class) {
+        run(Command::new("javac")
+            .arg("-cp")
+            .arg(format!("{}/*", lib.display()))
+            .arg("-d")
+            .arg(dynamodb_local_launcher())
+            .arg(&source))?;
+    }
+    Ok(())
+}
+
+fn fetch_dynamodb_local(lib: &Path) -> Result<(), String> {
+    let project = lib.parent().unwrap_or(lib).to_path_buf();
     std::fs::create_dir_all(&project).map_err(|e| format!("{}: {e}", project.display()))?;
     // A throw-away project whose only job is to have Maven copy the jars.
     let pom = format!(
@@ -150,15 +180,7 @@ fn install_dynamodb_local() -> Result<(), String> {
     run(Command::new("mvn")
         .current_dir(&project)
         .args(["-q", "-B", "dependency:copy-dependencies"])
-        .arg(format!("-DoutputDirectory={}", lib.display())))?;
-    if jar.is_file() {
-        Ok(())
-    } else {
-        Err(format!(
-            "{} is missing after the Maven fetch",
-            jar.display()
-        ))
-    }
+        .arg(format!("-DoutputDirectory={}", lib.display())))
 }
 
 /// Run `command`, turning a failure into an error naming it.

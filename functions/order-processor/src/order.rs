@@ -1,0 +1,357 @@
+//! The order schema, in one place, and its validation.
+//!
+//! ```json
+//! {"order_id": "ord-0001", "customer_id": "cust-042",
+//!  "items": [{"sku": "BOOK-RUST-2E", "quantity": 1, "unit_price_cents": 3999}],
+//!  "total_cents": 3999, "currency": "EUR", "created_at": "2026-11-20T09:15:00Z"}
+//! ```
+//!
+//! Unknown fields are rejected: a typo (`"totl_cents"`) must not pass as an order.
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use std::fmt;
+use time::OffsetDateTime;
+use time::format_description::well_known::Rfc3339;
+
+/// Largest message body accepted, in bytes (SQS allows more; orders are small).
+pub const MAX_BODY_BYTES: usize = 64 * 1024;
+/// Identifier length limit (order, customer, SKU), in bytes.
+pub const MAX_ID_LEN: usize = 64;
+/// Most line items in one order.
+pub const MAX_ITEMS: usize = 100;
+/// Most units of one item.
+pub const MAX_QUANTITY: u32 = 10_000;
+/// Largest unit price and total, in cents: far from overflow, exact as an f64
+/// (below 2^53), so analytics can sum them safely.
+pub const MAX_AMOUNT_CENTS: u64 = 1_000_000_000_000;
+
+/// One order, exactly as a message body carries it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Order {
+    /// Unique per order; the DynamoDB key.
+    pub order_id: String,
+    /// Who ordered.
+    pub customer_id: String,
+    /// What was ordered (1 to [`MAX_ITEMS`]).
+    pub items: Vec<Item>,
+    /// Sum of `quantity * unit_price_cents` over the items.
+    pub total_cents: u64,
+    /// ISO 4217 code, upper case (`EUR`).
+    pub currency: String,
+    /// RFC 3339 timestamp (`2026-11-20T09:15:00Z`).
+    pub created_at: String,
+}
+
+/// One line of an order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Item {
+    /// Stock-keeping unit.
+    pub sku: String,
+    /// Units, 1 to [`MAX_QUANTITY`].
+    pub quantity: u32,
+    /// Price of one unit in cents, at most [`MAX_AMOUNT_CENTS`].
+    pub unit_price_cents: u64,
+}
+
+/// An order that passed validation, with what storage needs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ValidOrder {
+    /// The order.
+    pub order: Order,
+    /// `created_at` as milliseconds since the Unix epoch (UTC).
+    pub created_at_ms: i64,
+    /// Total units over all items.
+    pub total_quantity: u64,
+    /// SHA-256 of the order's canonical JSON: same order, same hash.
+    pub content_hash: [u8; 32],
+}
+
+impl ValidOrder {
+    /// The content hash in hex, as stored.
+    pub fn hash_hex(&self) -> String {
+        hex::encode(self.content_hash)
+    }
+}
+
+/// Why a body is not a valid order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Invalid {
+    /// The body is empty.
+    EmptyBody,
+    /// The body is larger than [`MAX_BODY_BYTES`].
+    TooLarge(usize),
+    /// Not JSON at all.
+    Json(String),
+    /// JSON, but not an order (missing field, wrong type, unknown field) or a
+    /// field breaks a rule.
+    Schema(String),
+}
+
+impl Invalid {
+    /// Short class for metrics and logs.
+    pub fn class(&self) -> &'static str {
+        match self {
+            Invalid::EmptyBody => "empty_body",
+            Invalid::TooLarge(_) => "too_large",
+            Invalid::Json(_) => "invalid_json",
+            Invalid::Schema(_) => "schema",
+        }
+    }
+}
+
+impl fmt::Display for Invalid {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Invalid::EmptyBody => f.write_str("empty body"),
+            Invalid::TooLarge(n) => write!(f, "body of {n} bytes exceeds {MAX_BODY_BYTES}"),
+            Invalid::Json(e) => write!(f, "not JSON: {e}"),
+            Invalid::Schema(e) => write!(f, "not a valid order: {e}"),
+        }
+    }
+}
+
+fn schema(reason: impl Into<String>) -> Invalid {
+    Invalid::Schema(reason.into())
+}
+
+/// Parse and validate a message body.
+pub fn parse(body: &str) -> Result<ValidOrder, Invalid> {
+    if body.trim().is_empty() {
+        return Err(Invalid::EmptyBody);
+    }
+    if body.len() > MAX_BODY_BYTES {
+        return Err(Invalid::TooLarge(body.len()));
+    }
+    let order: Order = serde_json::from_str(body).map_err(|e| {
+        // serde's messages quote at most one offending value, never the body;
+        // cut them anyway so a log line stays short.
+        let message: String = e.to_string().chars().take(160).collect();
+        match e.classify() {
+            serde_json::error::Category::Data => schema(message),
+            _ => Invalid::Json(message),
+        }
+    })?;
+    validate(order)
+}
+
+/// Check every rule of an order and compute what storage needs.
+pub fn validate(order: Order) -> Result<ValidOrder, Invalid> {
+    check_id("order_id", &order.order_id)?;
+    check_id("customer_id", &order.customer_id)?;
+    if order.items.is_empty() || order.items.len() > MAX_ITEMS {
+        return Err(schema(format!(
+            "items: {} given, 1 to {MAX_ITEMS} allowed",
+            order.items.len()
+        )));
+    }
+    let mut sum: u64 = 0;
+    let mut total_quantity: u64 = 0;
+    for (i, item) in order.items.iter().enumerate() {
+        check_id("sku", &item.sku).map_err(|e| schema(format!("items[{i}].{e}")))?;
+        if item.quantity == 0 || item.quantity > MAX_QUANTITY {
+            return Err(schema(format!(
+                "items[{i}].quantity must be 1 to {MAX_QUANTITY}"
+            )));
+        }
+        if item.unit_price_cents > MAX_AMOUNT_CENTS {
+            return Err(schema(format!(
+                "items[{i}].unit_price_cents exceeds {MAX_AMOUNT_CENTS}"
+            )));
+        }
+        sum = u64::from(item.quantity)
+            .checked_mul(item.unit_price_cents)
+            .and_then(|line| sum.checked_add(line))
+            .filter(|s| *s <= MAX_AMOUNT_CENTS)
+            .ok_or_else(|| {
+                schema(format!(
+                    "the items add up to more than {MAX_AMOUNT_CENTS} cents"
+                ))
+            })?;
+        total_quantity += u64::from(item.quantity);
+    }
+    if order.total_cents != sum {
+        return Err(schema(format!(
+            "total_cents is {} but the items add up to {sum}",
+            order.total_cents
+        )));
+    }
+    if !ISO_4217.split(' ').any(|code| code == order.currency) {
+        return Err(schema(format!(
+            "currency {:?} is not an ISO 4217 code",
+            short(&order.currency)
+        )));
+    }
+    let created = OffsetDateTime::parse(&order.created_at, &Rfc3339).map_err(|_| {
+        schema(format!(
+            "created_at {:?} is not an RFC 3339 timestamp",
+            short(&order.created_at)
+        ))
+    })?;
+    let created_at_ms = i64::try_from(created.unix_timestamp_nanos() / 1_000_000)
+        .map_err(|_| schema("created_at is out of range"))?;
+    // The struct serialises its fields in declaration order: a canonical form.
+    let canonical = serde_json::to_vec(&order).map_err(|e| schema(e.to_string()))?;
+    Ok(ValidOrder {
+        content_hash: Sha256::digest(&canonical).into(),
+        order,
+        created_at_ms,
+        total_quantity,
+    })
+}
+
+/// Identifiers: 1 to 64 bytes of ASCII letters, digits, `-`, `_`, `.`, `:`.
+fn check_id(field: &str, value: &str) -> Result<(), Invalid> {
+    let charset_ok = value
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b':'));
+    if value.is_empty() || value.len() > MAX_ID_LEN || !charset_ok {
+        return Err(schema(format!(
+            "{field} must be 1 to {MAX_ID_LEN} characters of A-Z a-z 0-9 - _ . :"
+        )));
+    }
+    Ok(())
+}
+
+/// At most 16 characters of a value, for error messages.
+fn short(value: &str) -> String {
+    value.chars().take(16).collect()
+}
+
+/// Active ISO 4217 currency codes (precious metals, funds and test codes excluded).
+const ISO_4217: &str = "AED AFN ALL AMD AOA ARS AUD AWG AZN BAM BBD BDT BGN BHD BIF BMD BND BOB \
+BRL BSD BTN BWP BYN BZD CAD CDF CHF CLP CNY COP CRC CUP CVE CZK DJF DKK DOP DZD EGP ERN ETB EUR \
+FJD FKP GBP GEL GHS GIP GMD GNF GTQ GYD HKD HNL HTG HUF IDR ILS INR IQD IRR ISK JMD JOD JPY KES \
+KGS KHR KMF KPW KRW KWD KYD KZT LAK LBP LKR LRD LSL LYD MAD MDL MGA MKD MMK MNT MOP MRU MUR MVR \
+MWK MXN MYR MZN NAD NGN NIO NOK NPR NZD OMR PAB PEN PGK PHP PKR PLN PYG QAR RON RSD RUB RWF SAR \
+SBD SCR SDG SEK SGD SHP SLE SOS SRD SSP STN SVC SYP SZL THB TJS TMT TND TOP TRY TTD TWD TZS UAH \
+UGX USD UYU UZS VES VND VUV WST XAF XCD XCG XOF XPF YER ZAR ZMW ZWG";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    pub(crate) fn body(order_id: &str) -> String {
+        format!(
+            r#"{{"order_id":"{order_id}","customer_id":"cust-1","items":[{{"sku":"A-1","quantity":2,"unit_price_cents":250}},{{"sku":"B-2","quantity":1,"unit_price_cents":1000}}],"total_cents":1500,"currency":"EUR","created_at":"2026-11-20T09:15:00Z"}}"#
+        )
+    }
+
+    fn with(field: &str, value: serde_json::Value) -> String {
+        let mut v: serde_json::Value = serde_json::from_str(&body("o-1")).expect("json");
+        v[field] = value;
+        v.to_string()
+    }
+
+    #[test]
+    fn a_valid_order_parses_with_its_derived_fields() {
+        let valid = parse(&body("o-1")).expect("valid");
+        assert_eq!(valid.total_quantity, 3);
+        assert_eq!(valid.created_at_ms, 1_795_166_100_000);
+        assert_eq!(valid.hash_hex().len(), 64);
+    }
+
+    #[test]
+    fn the_hash_ignores_formatting_and_sees_content() {
+        let a = parse(&body("o-1")).expect("valid");
+        let pretty = serde_json::to_string_pretty(&a.order).expect("json");
+        assert_eq!(parse(&pretty).expect("valid").content_hash, a.content_hash);
+        let other = parse(&with("customer_id", "cust-2".into())).expect("valid");
+        assert_ne!(other.content_hash, a.content_hash);
+    }
+
+    #[test]
+    fn each_rule_is_enforced() {
+        use serde_json::json;
+        let cases = [
+            (String::new(), "empty_body"),
+            ("   ".into(), "empty_body"),
+            ("x".repeat(MAX_BODY_BYTES + 1), "too_large"),
+            ("{not json".into(), "invalid_json"),
+            ("[1,2]".into(), "schema"),
+            (r#"{"order_id":"o"}"#.into(), "schema"),
+            (with("order_id", json!("")), "schema"),
+            (with("order_id", json!("a".repeat(65))), "schema"),
+            (with("order_id", json!("bad id")), "schema"),
+            (with("order_id", json!("ünïcode")), "schema"),
+            (with("order_id", json!(42)), "schema"),
+            (with("customer_id", json!(null)), "schema"),
+            (with("items", json!([])), "schema"),
+            (with("total_cents", json!(1499)), "schema"),
+            (with("total_cents", json!(-1)), "schema"),
+            (with("total_cents", json!(1.5)), "schema"),
+            (with("total_cents", json!(u64::MAX)), "schema"),
+            (with("currency", json!("eur")), "schema"),
+            (with("currency", json!("XYZ")), "schema"),
+            (with("created_at", json!("yesterday")), "schema"),
+            (with("created_at", json!("2026-11-20 09:15:00")), "schema"),
+            (with("unknown_field", json!(1)), "schema"),
+            (
+                with(
+                    "items",
+                    json!([{"sku": "A", "quantity": 0, "unit_price_cents": 1}]),
+                ),
+                "schema",
+            ),
+            (
+                with(
+                    "items",
+                    json!([{"sku": "A", "quantity": 10_001, "unit_price_cents": 1}]),
+                ),
+                "schema",
+            ),
+            (
+                with(
+                    "items",
+                    json!([{"sku": "", "quantity": 1, "unit_price_cents": 1}]),
+                ),
+                "schema",
+            ),
+            (
+                with(
+                    "items",
+                    json!([{"sku": "A", "quantity": 1, "unit_price_cents": 1, "x": 1}]),
+                ),
+                "schema",
+            ),
+            (
+                with(
+                    "items",
+                    json!([{"sku": "A", "quantity": 10_000, "unit_price_cents": MAX_AMOUNT_CENTS}]),
+                ),
+                "schema",
+            ),
+        ];
+        for (body, class) in cases {
+            let err = parse(&body).expect_err(&body.chars().take(80).collect::<String>());
+            assert_eq!(err.class(), class, "{body:.80}: {err}");
+        }
+        let too_many: Vec<_> = (0..=MAX_ITEMS)
+            .map(|_| json!({"sku": "A", "quantity": 1, "unit_price_cents": 1}))
+            .collect();
+        assert_eq!(
+            parse(&with("items", json!(too_many))).map_err(|e| e.class()),
+            Err("schema")
+        );
+    }
+
+    #[test]
+    fn limits_are_inclusive() {
+        use serde_json::json;
+        let mut v: serde_json::Value = serde_json::from_str(&body("o-1")).expect("json");
+        v["order_id"] = json!("a".repeat(MAX_ID_LEN));
+        v["items"] = json!([{"sku": "A", "quantity": 1, "unit_price_cents": MAX_AMOUNT_CENTS}]);
+        v["total_cents"] = json!(MAX_AMOUNT_CENTS);
+        parse(&v.to_string()).expect("the limits themselves are allowed");
+    }
+
+    #[test]
+    fn errors_never_carry_the_body() {
+        let secret = "s3cr3t-value-that-must-not-leak";
+        let body = with("unknown_field", serde_json::json!(secret));
+        let err = parse(&body).expect_err("unknown field");
+        assert!(!err.to_string().contains(secret), "{err}");
+    }
+}

@@ -1,0 +1,88 @@
+//! Memory soak: the real handler, with the real allocator and the template's
+//! memory-return policy, processes 200,000 distinct orders in batches of 10
+//! through a store that keeps nothing. After warm-up (the LRU cache full), RSS
+//! must stay within `GROWTH_BOUND` of its warm value.
+//!
+//! The bound, 4 MiB, is what a leak of even 20 bytes per order would exceed
+//! (180,000 orders after warm-up); the cache itself is bounded at about 2 MiB
+//! (10,000 entries) and full before the measurement starts.
+
+use aws_lambda_events::sqs::SqsMessage;
+use order_processor::config::Config;
+use order_processor::handler::Handler;
+use order_processor::order::ValidOrder;
+use order_processor::store::{OrderStore, PutOutcome, StoreError};
+use shared::allocator::{self, Policy};
+use std::time::Duration;
+use tokio::time::Instant;
+
+const ORDERS: u64 = 200_000;
+const WARM_UP: u64 = 20_000;
+const GROWTH_BOUND: u64 = 4 << 20;
+
+/// Accepts every order and keeps nothing.
+struct NullStore;
+
+impl OrderStore for NullStore {
+    async fn put_order(&self, _order: &ValidOrder) -> Result<PutOutcome, StoreError> {
+        Ok(PutOutcome::Written)
+    }
+}
+
+fn batch(first: u64) -> Vec<SqsMessage> {
+    (first..first + 10)
+        .map(|n| {
+            let mut m = SqsMessage::default();
+            m.message_id = Some(format!("msg-{n}"));
+            m.body = Some(order_processor::sample::body(n));
+            m
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn rss_stays_flat_over_200k_orders() {
+    allocator::apply(Policy::Prompt).expect("policy");
+    let config = Config::from_env(&[("TABLE_NAME", "orders")]).expect("config");
+    let handler = Handler::new(NullStore, &config);
+    let mut warm_rss = 0;
+    let mut peak_after_warm_up = 0;
+    let mut first = 0;
+    while first < ORDERS {
+        let records = batch(first);
+        let report = handler
+            .process(&records, Instant::now() + Duration::from_secs(10))
+            .await
+            .expect("report");
+        assert!(report.response().batch_item_failures.is_empty());
+        first += 10;
+        if first == WARM_UP {
+            assert_eq!(
+                handler.cache_len(),
+                10_000,
+                "the cache is full after warm-up"
+            );
+            warm_rss = shared::memory::snapshot().rss_bytes;
+        } else if first > WARM_UP && first % 1_000 == 0 {
+            peak_after_warm_up = peak_after_warm_up.max(shared::memory::snapshot().rss_bytes);
+        }
+    }
+    assert_eq!(
+        handler.cache_len(),
+        10_000,
+        "the cache never grows past its capacity"
+    );
+    let growth = peak_after_warm_up.saturating_sub(warm_rss);
+    eprintln!(
+        "{}: RSS after warm-up {:.1} MiB, highest later {:.1} MiB, growth {:.2} MiB (bound {:.0} MiB)",
+        allocator::NAME,
+        shared::memory::mib(warm_rss),
+        shared::memory::mib(peak_after_warm_up),
+        growth as f64 / (1 << 20) as f64,
+        shared::memory::mib(GROWTH_BOUND)
+    );
+    assert!(
+        growth <= GROWTH_BOUND,
+        "RSS grew by {growth} bytes after warm-up"
+    );
+}

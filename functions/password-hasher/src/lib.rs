@@ -1,0 +1,8 @@
+//! Password hasher: bcrypt hash and verify batches on the Rayon pool sized to
+//! the function's vCPUs. `main.rs` wires these modules.
+
+pub mod config;
+pub mod handler;
+pub mod hashing;
+pub mod request;
+pub mod secret;

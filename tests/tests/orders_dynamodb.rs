@@ -1,0 +1,149 @@
+//! The order processor's handler against DynamoDB Local (started on a free
+//! loopback port, its table created from template.yaml, stopped afterwards).
+
+use e2e::{expected_hashes, sample_records, scratch, stored_hashes, workspace_root};
+use order_processor::config::Config;
+use order_processor::dynamodb::DynamoStore;
+use order_processor::handler::{Handler, Outcome};
+use std::collections::BTreeSet;
+use std::time::Duration;
+use tokio::time::Instant;
+use xtask::dynamodb_local::{self, DynamoDbLocal};
+use xtask::template::Template;
+
+const TABLE: &str = "OrdersTable";
+
+async fn create_tables(ddb: &DynamoDbLocal) {
+    let template = Template::load(&workspace_root().join("template.yaml")).expect("template");
+    let created = dynamodb_local::create_tables(&template, &ddb.client())
+        .await
+        .expect("tables");
+    assert_eq!(created, [TABLE]);
+}
+
+fn handler(endpoint: &str) -> Handler<DynamoStore> {
+    let config = Config::from_env(&[("TABLE_NAME", TABLE)]).expect("config");
+    Handler::new(
+        DynamoStore::new(dynamodb_local::client(endpoint), TABLE),
+        &config,
+    )
+}
+
+fn within(seconds: u64) -> Instant {
+    Instant::now() + Duration::from_secs(seconds)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_thousand_orders_are_stored_once_and_redelivery_writes_nothing() {
+    let ddb = DynamoDbLocal::start(&scratch("dynamodb-thousand").with_extension("log"))
+        .expect("DynamoDB Local");
+    create_tables(&ddb).await;
+    let records = sample_records(0..1_000);
+
+    let container = handler(&ddb.endpoint());
+    for batch in records.chunks(10) {
+        let report = container.process(batch, within(20)).await.expect("report");
+        assert_eq!(report.count(|o| *o == Outcome::Stored), 10, "{report:?}");
+    }
+    let requests = container.store().requests();
+    eprintln!(
+        "DynamoDB requests per batch of 10, first delivery: {:.1}",
+        requests as f64 / 100.0
+    );
+    assert_eq!(
+        requests, 1_000,
+        "one conditional PutItem per order, no retries when healthy"
+    );
+    assert_eq!(
+        stored_hashes(&ddb.client(), TABLE).await,
+        expected_hashes(0..1_000)
+    );
+
+    // Redelivered to the same container: the cache answers, DynamoDB is not asked.
+    for batch in records.chunks(10) {
+        let report = container.process(batch, within(20)).await.expect("report");
+        assert_eq!(report.count(|o| *o == Outcome::DuplicateSkipped), 10);
+    }
+    assert_eq!(container.store().requests(), 1_000);
+    eprintln!("DynamoDB requests per batch of 10, redelivery to a warm container: 0.0");
+
+    // Redelivered to a new container: DynamoDB's condition rejects every write.
+    let cold = handler(&ddb.endpoint());
+    for batch in records.chunks(10) {
+        let report = cold.process(batch, within(20)).await.expect("report");
+        assert_eq!(
+            report.count(|o| *o == Outcome::AlreadyStored),
+            10,
+            "{report:?}"
+        );
+    }
+    assert_eq!(
+        stored_hashes(&ddb.client(), TABLE).await,
+        expected_hashes(0..1_000)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_outage_fails_exactly_the_affected_messages_and_replay_completes_the_set() {
+    let data = scratch("dynamodb-outage");
+    std::fs::create_dir_all(&data).expect("data dir");
+    let port = xtask::process::free_port().expect("port");
+    let ddb = DynamoDbLocal::start_on(port, Some(&data), &data.join("first.log"))
+        .expect("DynamoDB Local");
+    create_tables(&ddb).await;
+    let container = handler(&ddb.endpoint());
+    let records = sample_records(0..1_000);
+    let (before, during, after) = (0..300, 300..400, 400..1_000);
+
+    for batch in records[before.clone()].chunks(10) {
+        let report = container.process(batch, within(20)).await.expect("report");
+        assert!(report.response().batch_item_failures.is_empty());
+    }
+
+    let (port, db_path, _) = ddb.kill();
+    let mut failed = BTreeSet::new();
+    for batch in records[during.clone()].chunks(10) {
+        // A short deadline: the retries give up when it comes.
+        let report = container.process(batch, within(2)).await.expect("report");
+        for (id, failure) in report.failed() {
+            assert!(
+                matches!(failure.class(), "store" | "timeout"),
+                "{id}: {failure}"
+            );
+            failed.insert(id.to_owned());
+        }
+        assert_eq!(
+            report.count(|o| !matches!(o, Outcome::Failed(_))),
+            0,
+            "nothing is acknowledged while DynamoDB is down"
+        );
+    }
+    let affected: BTreeSet<_> = during.clone().map(|n| format!("msg-{n}")).collect();
+    assert_eq!(
+        failed, affected,
+        "exactly the messages sent during the outage failed"
+    );
+
+    let ddb = DynamoDbLocal::start_on(port, db_path.as_deref(), &data.join("second.log"))
+        .expect("restart");
+    for batch in records[after.clone()].chunks(10) {
+        let report = container.process(batch, within(20)).await.expect("report");
+        assert!(
+            report.response().batch_item_failures.is_empty(),
+            "{report:?}"
+        );
+    }
+    // SQS would deliver the failed messages again: replay them.
+    for batch in records[during].chunks(10) {
+        let report = container.process(batch, within(20)).await.expect("report");
+        assert!(
+            report.response().batch_item_failures.is_empty(),
+            "{report:?}"
+        );
+    }
+    assert_eq!(
+        stored_hashes(&ddb.client(), TABLE).await,
+        expected_hashes(0..1_000),
+        "no loss, no duplicate, same content"
+    );
+}

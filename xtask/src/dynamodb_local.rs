@@ -1,0 +1,161 @@
+//! DynamoDB Local on a free 127.0.0.1 port, its tables created from
+//! `template.yaml`, stopped on drop.
+
+use crate::process::{Guard, free_port, wait_for_port};
+use crate::template::Template;
+use crate::tools;
+use aws_sdk_dynamodb::Client;
+use aws_sdk_dynamodb::config::retry::RetryConfig;
+use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
+use aws_sdk_dynamodb::types::{
+    AttributeDefinition, BillingMode, KeySchemaElement, KeyType, ScalarAttributeType,
+};
+use serde_norway::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+/// Region and credentials the local stack uses (DynamoDB Local accepts any).
+pub const REGION: &str = "us-east-1";
+/// Access key for local servers (alphanumeric, as DynamoDB Local requires).
+pub const ACCESS_KEY: &str = "local";
+
+/// A running DynamoDB Local.
+#[derive(Debug)]
+pub struct DynamoDbLocal {
+    guard: Guard,
+    port: u16,
+    db_path: Option<PathBuf>,
+    log: PathBuf,
+}
+
+impl DynamoDbLocal {
+    /// Start an in-memory DynamoDB Local on a free port.
+    pub fn start(log: &Path) -> Result<Self, String> {
+        Self::start_on(free_port().map_err(|e| e.to_string())?, None, log)
+    }
+
+    /// Start DynamoDB Local on `port`, keeping its data in `db_path` if given
+    /// (so a restart finds it again).
+    pub fn start_on(port: u16, db_path: Option<&Path>, log: &Path) -> Result<Self, String> {
+        let out = std::fs::File::create(log).map_err(|e| format!("{}: {e}", log.display()))?;
+        let err = out.try_clone().map_err(|e| e.to_string())?;
+        let classpath = format!(
+            "{}/*:{}",
+            tools::dynamodb_local_lib().display(),
+            tools::dynamodb_local_launcher().display()
+        );
+        let mut command = Command::new("java");
+        command
+            .args([
+                "-Xmx256m",
+                "-cp",
+                &classpath,
+                "LoopbackDynamoDbLocal",
+                &port.to_string(),
+            ])
+            .args(db_path)
+            .stdin(Stdio::null())
+            .stdout(out)
+            .stderr(err);
+        let guard = Guard::spawn("DynamoDB Local", &mut command)?;
+        wait_for_port(port, Duration::from_secs(60))
+            .map_err(|e| format!("DynamoDB Local: {e}; see {}", log.display()))?;
+        Ok(Self {
+            guard,
+            port,
+            db_path: db_path.map(Path::to_path_buf),
+            log: log.to_path_buf(),
+        })
+    }
+
+    /// `http://127.0.0.1:PORT`.
+    pub fn endpoint(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// The port.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// Kill it at once (SIGKILL after a short grace), as a crash would.
+    pub fn kill(mut self) -> (u16, Option<PathBuf>, PathBuf) {
+        self.guard.stop(Duration::from_millis(200));
+        (self.port, self.db_path.take(), self.log.clone())
+    }
+
+    /// A client for this server: static local credentials, no SDK retries.
+    pub fn client(&self) -> Client {
+        client(&self.endpoint())
+    }
+}
+
+/// A DynamoDB client for a local endpoint.
+pub fn client(endpoint: &str) -> Client {
+    let config = aws_sdk_dynamodb::Config::builder()
+        .behavior_version(BehaviorVersion::latest())
+        .region(Region::new(REGION))
+        .endpoint_url(endpoint)
+        .credentials_provider(Credentials::new(
+            ACCESS_KEY, ACCESS_KEY, None, None, "local",
+        ))
+        .retry_config(RetryConfig::disabled())
+        .build();
+    Client::from_conf(config)
+}
+
+/// Create every `AWS::DynamoDB::Table` of the template, named by logical id.
+pub async fn create_tables(template: &Template, client: &Client) -> Result<Vec<String>, String> {
+    let mut created = Vec::new();
+    for (name, resource) in template.resources("AWS::DynamoDB::Table") {
+        let props = resource
+            .get("Properties")
+            .ok_or_else(|| format!("{name}: no Properties"))?;
+        let list = |key: &str| {
+            props
+                .get(key)
+                .and_then(Value::as_sequence)
+                .cloned()
+                .unwrap_or_default()
+        };
+        let text = |v: &Value, key: &str| {
+            v.get(key)
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+                .ok_or_else(|| format!("{name}: {key} missing"))
+        };
+        let mut request = client
+            .create_table()
+            .table_name(&name)
+            .billing_mode(BillingMode::PayPerRequest);
+        for def in list("AttributeDefinitions") {
+            request = request.attribute_definitions(
+                AttributeDefinition::builder()
+                    .attribute_name(text(&def, "AttributeName")?)
+                    .attribute_type(ScalarAttributeType::from(
+                        text(&def, "AttributeType")?.as_str(),
+                    ))
+                    .build()
+                    .map_err(|e| e.to_string())?,
+            );
+        }
+        for key in list("KeySchema") {
+            request = request.key_schema(
+                KeySchemaElement::builder()
+                    .attribute_name(text(&key, "AttributeName")?)
+                    .key_type(KeyType::from(text(&key, "KeyType")?.as_str()))
+                    .build()
+                    .map_err(|e| e.to_string())?,
+            );
+        }
+        request.send().await.map_err(|e| {
+            format!(
+                "create table {name}: {}",
+                aws_sdk_dynamodb::error::DisplayErrorContext(e)
+            )
+        })?;
+        created.push(name);
+    }
+    Ok(created)
+}
