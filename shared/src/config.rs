@@ -108,6 +108,17 @@ pub fn parse_in_range(
     }
 }
 
+/// An optional integer setting: `default` when unset, else parsed within `range`.
+pub fn number_or(
+    env: &dyn Env,
+    setting: &'static str,
+    default: u64,
+    range: std::ops::RangeInclusive<u64>,
+) -> Result<u64, ConfigError> {
+    env.get(setting)?
+        .map_or(Ok(default), |raw| parse_in_range(setting, &raw, range))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -120,6 +131,16 @@ mod tests {
             assert_eq!(err.setting, "X");
             assert!(err.to_string().starts_with("invalid X="), "{err}");
         }
+    }
+
+    #[test]
+    fn optional_numbers_default_when_unset() {
+        assert_eq!(number_or(&[], "N", 5, 1..=9), Ok(5));
+        assert_eq!(number_or(&[("N", "7")], "N", 5, 1..=9), Ok(7));
+        assert_eq!(
+            number_or(&[("N", "0")], "N", 5, 1..=9).unwrap_err().setting,
+            "N"
+        );
     }
 
     #[test]

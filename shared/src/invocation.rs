@@ -22,6 +22,22 @@ fn begin_invocation() -> bool {
     INVOCATIONS.fetch_add(1, Ordering::Relaxed) == 0
 }
 
+/// Time left before an invocation's deadline (`Context::deadline`, Unix epoch
+/// ms), at most Lambda's 15-minute limit; `None` when the deadline is unknown
+/// (0, outside Lambda).
+pub fn time_left(deadline_epoch_ms: u64) -> Option<Duration> {
+    if deadline_epoch_ms == 0 {
+        return None;
+    }
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+    Some(Duration::from_millis(deadline_epoch_ms.saturating_sub(now_ms)).min(MAX_INVOCATION))
+}
+
+/// Lambda's longest timeout: a deadline further away is not believed.
+const MAX_INVOCATION: Duration = Duration::from_secs(15 * 60);
+
 /// Adds an `invocation{request_id, cold_start}` span around every invocation.
 #[derive(Debug, Clone)]
 pub struct ColdStartLayer {
@@ -90,6 +106,25 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn time_left_until_the_deadline() {
+        assert_eq!(time_left(0), None);
+        let now_ms = u64::try_from(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .expect("clock")
+                .as_millis(),
+        )
+        .expect("ms");
+        let left = time_left(now_ms + 2_000).expect("known");
+        assert!(
+            left <= Duration::from_secs(2) && left > Duration::from_millis(1_900),
+            "{left:?}"
+        );
+        assert_eq!(time_left(now_ms - 5_000), Some(Duration::ZERO));
+        assert_eq!(time_left(u64::MAX), Some(MAX_INVOCATION));
+    }
 
     #[test]
     fn only_the_first_invocation_is_cold() {

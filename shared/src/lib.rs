@@ -14,6 +14,7 @@
 //! The settings it reads are listed in [`SETTINGS`].
 
 pub mod allocator;
+pub mod arena;
 pub mod config;
 pub mod invocation;
 pub mod logging;

@@ -158,7 +158,7 @@ fn test() -> Result<(), String> {
                 &[
                     ("CARGO_PROFILE_RELEASE_LTO", "false"),
                     ("CARGO_PROFILE_RELEASE_CODEGEN_UNITS", "16"),
-                    ("CARGO_PROFILE_RELEASE_OPT_LEVEL", "1"),
+                    ("CARGO_PROFILE_RELEASE_OPT_LEVEL", "0"),
                 ],
             )
         }),

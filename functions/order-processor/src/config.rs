@@ -1,6 +1,6 @@
 //! The order processor's settings, read and validated once at cold start.
 
-use shared::config::{ConfigError, Env, parse_in_range};
+use shared::config::{ConfigError, Env, number_or};
 use std::num::NonZeroUsize;
 
 /// Default LRU capacity (about 2 MiB; see `cache.rs`).
@@ -44,12 +44,9 @@ impl Config {
                 "must be 3 to 255 characters of A-Z a-z 0-9 _ - .",
             ));
         }
-        let number = |name: &'static str, default: u64, range| -> Result<u64, ConfigError> {
-            env.get(name)?
-                .map_or(Ok(default), |raw| parse_in_range(name, &raw, range))
-        };
-        let cache_capacity = number("CACHE_CAPACITY", DEFAULT_CACHE_CAPACITY, 1..=100_000)?;
-        let write_concurrency = number("WRITE_CONCURRENCY", DEFAULT_WRITE_CONCURRENCY, 1..=64)?;
+        let cache_capacity = number_or(env, "CACHE_CAPACITY", DEFAULT_CACHE_CAPACITY, 1..=100_000)?;
+        let write_concurrency =
+            number_or(env, "WRITE_CONCURRENCY", DEFAULT_WRITE_CONCURRENCY, 1..=64)?;
         let metrics_namespace = env
             .get("POWERTOOLS_METRICS_NAMESPACE")?
             .unwrap_or_else(|| DEFAULT_NAMESPACE.to_owned());

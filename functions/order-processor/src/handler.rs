@@ -23,15 +23,13 @@ use futures::{FutureExt, StreamExt};
 use lambda_runtime::{Error, LambdaEvent};
 use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 use tokio::time::Instant;
 
 /// Time budget when the invocation names no deadline (only outside Lambda).
 const UNKNOWN_DEADLINE_BUDGET: Duration = Duration::from_secs(30);
 /// Most time kept back from the deadline to answer the runtime.
 const MAX_DEADLINE_MARGIN: Duration = Duration::from_secs(1);
-/// Lambda's longest timeout: a deadline further away is not believed.
-const MAX_INVOCATION: Duration = Duration::from_secs(15 * 60);
 
 /// Why a record failed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -336,15 +334,8 @@ fn lanes(records: &[SqsMessage]) -> (bool, Vec<Vec<usize>>) {
 /// The instant to finish by: the invocation's deadline (Unix epoch ms) less a
 /// margin to send the answer (a tenth of the time left, at most a second).
 pub fn deadline_of(deadline_epoch_ms: u64) -> Instant {
-    let now = Instant::now();
-    if deadline_epoch_ms == 0 {
-        return now + UNKNOWN_DEADLINE_BUDGET;
-    }
-    let now_ms = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
-    let left = Duration::from_millis(deadline_epoch_ms.saturating_sub(now_ms)).min(MAX_INVOCATION);
-    now + left - (left / 10).min(MAX_DEADLINE_MARGIN)
+    let left = shared::invocation::time_left(deadline_epoch_ms).unwrap_or(UNKNOWN_DEADLINE_BUDGET);
+    Instant::now() + left - (left / 10).min(MAX_DEADLINE_MARGIN)
 }
 
 fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
@@ -362,6 +353,7 @@ mod tests {
     use crate::store::fake::MemoryStore;
     use std::collections::HashMap;
     use std::sync::atomic::Ordering;
+    use std::time::{SystemTime, UNIX_EPOCH};
 
     fn config() -> Config {
         Config::from_env(&[("TABLE_NAME", "orders"), ("CACHE_CAPACITY", "100")]).expect("config")

@@ -1,6 +1,6 @@
 //! The password hasher's settings, read and validated once at cold start.
 
-use shared::config::{ConfigError, Env, parse_in_range};
+use shared::config::{ConfigError, Env, number_or};
 
 /// Validated limits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -28,13 +28,9 @@ impl Limits {
     /// Read the three settings.
     pub fn from_env(env: &dyn Env) -> Result<Self, ConfigError> {
         let d = Self::default();
-        let number = |name: &'static str, default: u64, range| -> Result<u64, ConfigError> {
-            env.get(name)?
-                .map_or(Ok(default), |raw| parse_in_range(name, &raw, range))
-        };
-        let batch = number("BATCH_LIMIT", d.batch as u64, 1..=10_000)?;
-        let min_cost = number("MIN_COST", u64::from(d.min_cost), 4..=31)?;
-        let max_cost = number("MAX_COST", u64::from(d.max_cost), min_cost..=31)?;
+        let batch = number_or(env, "BATCH_LIMIT", d.batch as u64, 1..=10_000)?;
+        let min_cost = number_or(env, "MIN_COST", u64::from(d.min_cost), 4..=31)?;
+        let max_cost = number_or(env, "MAX_COST", u64::from(d.max_cost), min_cost..=31)?;
         // The ranges above make these conversions lossless.
         Ok(Self {
             batch: usize::try_from(batch).unwrap_or(d.batch),

@@ -10,7 +10,7 @@ use crate::request::{self, Invalid, Request};
 use base64::Engine;
 use lambda_runtime::{Diagnostic, LambdaEvent};
 use serde_json::{Value, json};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 /// Share of the time left that the estimated work may take.
 const DEADLINE_SHARE: f64 = 0.8;
@@ -230,15 +230,8 @@ fn url_body(event: &Value) -> Result<Vec<u8>, Refusal> {
 /// The instant to finish by, from the invocation's deadline (Unix epoch ms);
 /// 60 s from now when unknown (outside Lambda).
 pub fn deadline_of(deadline_epoch_ms: u64) -> Instant {
-    let now = Instant::now();
-    if deadline_epoch_ms == 0 {
-        return now + Duration::from_secs(60);
-    }
-    let now_ms = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
-    now + Duration::from_millis(deadline_epoch_ms.saturating_sub(now_ms))
-        .min(Duration::from_secs(900))
+    Instant::now()
+        + shared::invocation::time_left(deadline_epoch_ms).unwrap_or(Duration::from_secs(60))
 }
 
 #[cfg(test)]

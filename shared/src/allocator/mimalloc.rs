@@ -9,25 +9,40 @@ pub const NAME: &str = "mimalloc";
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-// Option indices of mimalloc's `mi_option_e` that the -sys crate does not name.
+// Option indices of mimalloc v3's `mi_option_e` that the -sys crate does not name.
 const PURGE_DECOMMITS: ffi::mi_option_t = 5;
 const PURGE_DELAY: ffi::mi_option_t = 15;
+const MINIMAL_PURGE_SIZE_KIB: ffi::mi_option_t = 44;
 
-pub(super) fn apply(policy: Policy) -> Result<Applied, String> {
-    let (delay, decommit) = match policy {
-        // Decommit rather than MADV_FREE so RSS drops at once, not under pressure.
-        Policy::Prompt => (0, 1),
-        Policy::Keep => (-1, 0),
-    };
+fn set(option: ffi::mi_option_t, value: std::ffi::c_long) {
     // SAFETY: mi_option_set only stores an integer in mimalloc's option table;
     // any value is accepted for these options and it is thread-safe.
-    unsafe {
-        ffi::mi_option_set(PURGE_DELAY, delay);
-        ffi::mi_option_set(PURGE_DECOMMITS, decommit);
+    unsafe { ffi::mi_option_set(option, value) }
+}
+
+pub(super) fn apply(policy: Policy) -> Result<Applied, String> {
+    match policy {
+        Policy::Prompt => {
+            // Purge at once, by decommitting (RSS drops now, not under memory
+            // pressure as with MADV_FREE), in 64 KiB units (mimalloc picks
+            // 2 MiB when transparent huge pages are on, which keeps more).
+            // Huge pages themselves can only be turned off before start-up:
+            // `MIMALLOC_ALLOW_THP=0` in the environment.
+            set(PURGE_DELAY, 0);
+            set(PURGE_DECOMMITS, 1);
+            set(MINIMAL_PURGE_SIZE_KIB, 64);
+            Ok(Applied::Configured(
+                "purge_delay=0 purge_decommits=1 minimal_purge_size=64KiB".into(),
+            ))
+        }
+        Policy::Keep => {
+            set(PURGE_DELAY, -1);
+            set(PURGE_DECOMMITS, 0);
+            Ok(Applied::Configured(
+                "purge_delay=-1 purge_decommits=0".into(),
+            ))
+        }
     }
-    Ok(Applied::Configured(format!(
-        "purge_delay={delay} purge_decommits={decommit}"
-    )))
 }
 
 pub(super) fn stats() -> AllocatorStats {

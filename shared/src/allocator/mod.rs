@@ -2,7 +2,7 @@
 //!
 //! | feature    | allocator              | prompt (`MEMORY_RETURN=prompt`)            | keep (`MEMORY_RETURN=keep`)        |
 //! |------------|------------------------|--------------------------------------------|------------------------------------|
-//! | `mimalloc` | mimalloc v3 (default)  | `purge_delay=0`, `purge_decommits=1`       | `purge_delay=-1` (never purge)     |
+//! | `mimalloc` | mimalloc v3 (default)  | `purge_delay=0`, `purge_decommits=1`, 64 KiB purges | `purge_delay=-1` (never purge) |
 //! | `jemalloc` | tikv-jemallocator      | `dirty_decay_ms=0`, `muzzy_decay_ms=0`     | both `-1` (never decay)            |
 //! | `snmalloc` | snmalloc-rs            | no knob: snmalloc decides                  | no knob: snmalloc decides          |
 //! | `system`   | glibc malloc           | `M_TRIM_THRESHOLD` and `M_MMAP_THRESHOLD` 128 KiB | `M_MMAP_THRESHOLD` 32 MiB, `M_TRIM_THRESHOLD` max |

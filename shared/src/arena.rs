@@ -1,0 +1,172 @@
+//! Pre-faulting memory at cold start, in the background, so the first
+//! invocation does not pay the page faults of touching fresh memory.
+//!
+//! A background thread allocates `bytes` in 1 MiB blocks through the global
+//! allocator, writes one byte per page (the kernel maps each page on first
+//! touch), and frees the blocks. With the allocator told to keep freed memory
+//! (`MEMORY_RETURN=keep`; see `allocator/`), the pages stay mapped and later
+//! allocations reuse them without faulting. With `prompt`, the allocator hands
+//! them back to the OS and pre-warming is undone: [`start`] refuses it then.
+//!
+//! Measured (`shared/tests/arena_prefault.rs`, 64 MiB touched after a 128 MiB
+//! pre-warm): mimalloc and snmalloc reuse the pre-faulted pages (faults drop to
+//! a few percent); jemalloc and glibc give each thread its own arena, so pages
+//! freed by the background thread are not reused by the handler's thread and
+//! nothing is gained: [`start`] refuses those two.
+//!
+//! The handler calls [`Prewarm::wait`] with a bound before its first heavy
+//! allocation: it returns at once if pre-warming is done, and never blocks
+//! longer than the bound.
+
+use crate::allocator::Policy;
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::time::{Duration, Instant};
+
+/// Blocks are this large: the size class big analytics buffers fall in.
+pub const BLOCK: usize = 1 << 20;
+/// Page size assumed for touching (Linux x86_64 and arm64 base pages).
+pub const PAGE: usize = 4096;
+
+/// What pre-warming did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Report {
+    /// Bytes allocated, touched and freed.
+    pub bytes: usize,
+    /// How long it took.
+    pub took: Duration,
+    /// Minor page faults of the process while it ran (other threads included).
+    pub minor_faults: u64,
+}
+
+/// Pre-warming in progress (or done).
+#[derive(Debug)]
+pub struct Prewarm {
+    done: Receiver<Report>,
+    report: std::sync::OnceLock<Report>,
+}
+
+/// Whether pre-warming helps with the compiled-in allocator (see the module doc).
+pub const SUPPORTED: bool = cfg!(any(feature = "mimalloc", feature = "snmalloc"));
+
+/// Why pre-warming was not started.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NotStarted {
+    /// The allocator would not reuse pages freed by another thread.
+    #[error(
+        "pre-warming does not help with {0}: its per-thread arenas do not reuse pages freed by another thread"
+    )]
+    Unsupported(&'static str),
+    /// The allocator gives freed memory back: pre-faulted pages would be lost.
+    #[error(
+        "pre-warming needs MEMORY_RETURN=keep; with prompt the pages would be returned at once"
+    )]
+    PromptPolicy,
+    /// The OS refused a thread.
+    #[error("could not start the pre-warm thread: {0}")]
+    Thread(String),
+}
+
+/// Start pre-faulting `bytes` (rounded up to whole blocks) on a background thread.
+pub fn start(bytes: usize, policy: Policy) -> Result<Prewarm, NotStarted> {
+    if !SUPPORTED {
+        return Err(NotStarted::Unsupported(crate::allocator::NAME));
+    }
+    if policy != Policy::Keep {
+        return Err(NotStarted::PromptPolicy);
+    }
+    let (tx, done) = mpsc::channel();
+    std::thread::Builder::new()
+        .name("arena-prewarm".into())
+        .spawn(move || {
+            let _ = tx.send(prefault(bytes));
+        })
+        .map_err(|e| NotStarted::Thread(e.to_string()))?;
+    Ok(Prewarm {
+        done,
+        report: std::sync::OnceLock::new(),
+    })
+}
+
+/// Allocate, touch and free `bytes` on this thread.
+pub fn prefault(bytes: usize) -> Report {
+    let started = Instant::now();
+    let faults_before = crate::memory::minor_faults();
+    let blocks = bytes.div_ceil(BLOCK);
+    let mut held: Vec<Vec<u8>> = Vec::with_capacity(blocks);
+    for _ in 0..blocks {
+        let mut block: Vec<u8> = Vec::with_capacity(BLOCK);
+        // Write one byte per page of the spare capacity, through safe code:
+        // `spare_capacity_mut` gives the uninitialised bytes as `MaybeUninit`.
+        for page in block.spare_capacity_mut().chunks_mut(PAGE) {
+            page[0].write(1);
+        }
+        std::hint::black_box(&block);
+        held.push(block);
+    }
+    // All blocks are held at once so they occupy distinct memory; freeing them
+    // together hands the whole range back to the allocator, which keeps it.
+    drop(held);
+    Report {
+        bytes: blocks * BLOCK,
+        took: started.elapsed(),
+        minor_faults: crate::memory::minor_faults().saturating_sub(faults_before),
+    }
+}
+
+impl Prewarm {
+    /// Wait at most `bound` for pre-warming to finish. Returns its report if it
+    /// finished (now or earlier), `None` if the bound passed first. Never
+    /// blocks longer than `bound`, never deadlocks (the thread only allocates).
+    pub fn wait(&self, bound: Duration) -> Option<Report> {
+        if let Some(report) = self.report.get() {
+            return Some(*report);
+        }
+        match self.done.recv_timeout(bound) {
+            Ok(report) => Some(*self.report.get_or_init(|| report)),
+            Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => {
+                self.report.get().copied()
+            }
+        }
+    }
+}
+
+/// A default arena size for a function of `memory_mb`: a quarter of it, at most 1 GiB.
+pub fn default_bytes(memory_mb: u64) -> usize {
+    let quarter = memory_mb.saturating_mul(1 << 20) / 4;
+    usize::try_from(quarter.min(1 << 30)).unwrap_or(1 << 30)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prompt_policy_or_unsupported_allocator_refuses() {
+        let expected = if SUPPORTED {
+            NotStarted::PromptPolicy
+        } else {
+            NotStarted::Unsupported(crate::allocator::NAME)
+        };
+        assert_eq!(start(BLOCK, Policy::Prompt).err(), Some(expected));
+    }
+
+    #[test]
+    fn wait_is_bounded_and_remembers_the_report() {
+        if !SUPPORTED {
+            return;
+        }
+        let prewarm = start(8 * BLOCK, Policy::Keep).expect("start");
+        let report = prewarm.wait(Duration::from_secs(30)).expect("finishes");
+        assert_eq!(report.bytes, 8 * BLOCK);
+        // Asking again answers at once from the remembered report.
+        let again = Instant::now();
+        assert_eq!(prewarm.wait(Duration::from_secs(30)), Some(report));
+        assert!(again.elapsed() < Duration::from_secs(1));
+    }
+
+    #[test]
+    fn default_size_is_a_bounded_quarter() {
+        assert_eq!(default_bytes(1024), 256 << 20);
+        assert_eq!(default_bytes(10_240), 1 << 30);
+    }
+}
