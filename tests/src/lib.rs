@@ -114,14 +114,7 @@ pub fn file_name(path: &Path) -> String {
 /// SQS records (standard queue) carrying the sample orders `range`, message
 /// ids `msg-N`.
 pub fn sample_records(range: std::ops::Range<u64>) -> Vec<aws_lambda_events::sqs::SqsMessage> {
-    range
-        .map(|n| {
-            let mut m = aws_lambda_events::sqs::SqsMessage::default();
-            m.message_id = Some(format!("msg-{n}"));
-            m.body = Some(order_processor::sample::body(n));
-            m
-        })
-        .collect()
+    order_processor::sample::records(range, order_processor::sample::body)
 }
 
 /// Every item of a local table as `order_id -> content_hash`, by paginated scan.

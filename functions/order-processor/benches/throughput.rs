@@ -25,14 +25,7 @@ impl OrderStore for NoopStore {
 }
 
 fn records(body: impl Fn(u64) -> String) -> Vec<SqsMessage> {
-    (0..ORDERS)
-        .map(|n| {
-            let mut m = SqsMessage::default();
-            m.message_id = Some(format!("msg-{n}"));
-            m.body = Some(body(n));
-            m
-        })
-        .collect()
+    order_processor::sample::records(0..ORDERS, body)
 }
 
 async fn pass(handler: &Handler<NoopStore>, records: &[SqsMessage]) -> (f64, usize) {

@@ -43,6 +43,22 @@ pub fn body(n: u64) -> String {
     serde_json::to_string(&order(n)).unwrap_or_default()
 }
 
+/// Standard-queue SQS records `msg-N` for `range`, with bodies from `body`
+/// (e.g. [`body`]).
+pub fn records(
+    range: std::ops::Range<u64>,
+    body: impl Fn(u64) -> String,
+) -> Vec<aws_lambda_events::sqs::SqsMessage> {
+    range
+        .map(|n| {
+            let mut m = aws_lambda_events::sqs::SqsMessage::default();
+            m.message_id = Some(format!("msg-{n}"));
+            m.body = Some(body(n));
+            m
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

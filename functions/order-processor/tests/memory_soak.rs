@@ -30,14 +30,7 @@ impl OrderStore for NullStore {
 }
 
 fn batch(first: u64) -> Vec<SqsMessage> {
-    (first..first + 10)
-        .map(|n| {
-            let mut m = SqsMessage::default();
-            m.message_id = Some(format!("msg-{n}"));
-            m.body = Some(order_processor::sample::body(n));
-            m
-        })
-        .collect()
+    order_processor::sample::records(first..first + 10, order_processor::sample::body)
 }
 
 #[tokio::test]
