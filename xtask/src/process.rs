@@ -23,6 +23,7 @@ fn live_groups() -> std::sync::MutexGuard<'static, Vec<u32>> {
 pub fn stop_all_on_interrupt() -> Result<(), String> {
     ctrlc::set_handler(|| {
         let groups = std::mem::take(&mut *live_groups());
+        let descendants: Vec<u32> = groups.iter().flat_map(|pgid| descendants(*pgid)).collect();
         for pgid in &groups {
             signal_group(*pgid, "TERM");
         }
@@ -30,10 +31,55 @@ pub fn stop_all_on_interrupt() -> Result<(), String> {
         for pgid in &groups {
             signal_group(*pgid, "KILL");
         }
+        kill_survivors(&descendants);
         eprintln!("interrupted: stopped {} process group(s)", groups.len());
         std::process::exit(130);
     })
     .map_err(|e| format!("cannot install the Ctrl-C handler: {e}"))
+}
+
+/// Every descendant of `pid`, from `/proc/PID/task/*/children` (Linux).
+fn descendants(pid: u32) -> Vec<u32> {
+    let mut found = Vec::new();
+    let mut queue = vec![pid];
+    while let Some(parent) = queue.pop() {
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{parent}/task")) else {
+            continue;
+        };
+        for task in tasks.filter_map(Result::ok) {
+            let children =
+                std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
+            for child in children
+                .split_whitespace()
+                .filter_map(|c| c.parse::<u32>().ok())
+            {
+                found.push(child);
+                queue.push(child);
+            }
+        }
+    }
+    found
+}
+
+/// SIGKILL each of `pids` still alive (descendants that left their group).
+fn kill_survivors(pids: &[u32]) {
+    for pid in pids.iter().filter(|pid| is_alive(**pid)) {
+        let _ = Command::new("kill")
+            .args(["-KILL", &pid.to_string()])
+            .status();
+    }
+}
+
+/// Whether `pid` is a live (not zombie) process.
+fn is_alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| {
+            stat.rsplit(')')
+                .next()
+                .map(|rest| !rest.trim_start().starts_with('Z'))
+        })
+        .unwrap_or(false)
 }
 
 /// Send `signal` to the process group `pgid`.
@@ -97,25 +143,28 @@ impl Guard {
     }
 
     /// Stop the process: SIGTERM, then SIGKILL after `grace` (some servers,
-    /// the emulator among them, ignore the first SIGTERM).
+    /// the emulator among them, ignore the first SIGTERM). Descendants that left
+    /// the group (the emulator starts the function in a group of its own) are
+    /// stopped by pid if they outlive it.
     pub fn stop(&mut self, grace: Duration) {
         live_groups().retain(|pgid| *pgid != self.pid());
         if self.exited().is_some() {
             return;
         }
-        // The child is ours and not yet reaped, so its pid (the group id) cannot
-        // have been reused.
+        // Collected while the child is alive and not yet reaped, so neither its
+        // pid (the group id) nor its descendants' pids can have been reused.
+        let descendants = descendants(self.pid());
         signal_group(self.pid(), "TERM");
         let deadline = Instant::now() + grace;
-        while Instant::now() < deadline {
-            if self.exited().is_some() {
-                return;
-            }
+        while Instant::now() < deadline && self.exited().is_none() {
             std::thread::sleep(Duration::from_millis(20));
         }
-        signal_group(self.pid(), "KILL");
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        if self.exited().is_none() {
+            signal_group(self.pid(), "KILL");
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+        kill_survivors(&descendants);
     }
 }
 
@@ -125,5 +174,37 @@ impl Drop for Guard {
         if std::thread::panicking() {
             eprintln!("stopped {} (pid {})", self.name, self.pid());
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stop_also_ends_descendants_in_other_groups() {
+        // A shell that starts a sleeper in a new session (so outside its process
+        // group) and ignores SIGTERM itself, like an emulator that ignores the
+        // first SIGTERM and leaves its runtime behind.
+        let mut guard = Guard::spawn(
+            "shell",
+            Command::new("sh").args(["-c", "trap '' TERM; setsid sleep 300 & wait"]),
+        )
+        .expect("spawn");
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let mut sleeper = Vec::new();
+        while sleeper.is_empty() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+            sleeper = descendants(guard.pid());
+        }
+        assert_eq!(sleeper.len(), 1, "the sleeper started");
+        assert!(is_alive(sleeper[0]));
+        guard.stop(Duration::from_millis(200));
+        std::thread::sleep(Duration::from_millis(100));
+        assert!(
+            !is_alive(sleeper[0]),
+            "the sleeper outside the group was stopped too"
+        );
+        assert!(guard.exited().is_some());
     }
 }
