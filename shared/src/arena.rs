@@ -9,10 +9,12 @@
 //! them back to the OS and pre-warming is undone: [`start`] refuses it then.
 //!
 //! Measured (`shared/tests/arena_prefault.rs`, 64 MiB touched after a 128 MiB
-//! pre-warm): mimalloc and snmalloc reuse the pre-faulted pages (faults drop to
-//! a few percent); jemalloc and glibc give each thread its own arena, so pages
-//! freed by the background thread are not reused by the handler's thread and
-//! nothing is gained: [`start`] refuses those two.
+//! pre-warm): mimalloc with `purge_delay=-1` reuses the pre-faulted pages
+//! (faults drop to a few percent). snmalloc returns memory on its own schedule
+//! with no knob: one run kept nearly all pages, another lost a fifth of them.
+//! jemalloc and glibc give each thread its own arena, so pages freed by the
+//! background thread are not reused by the handler's thread at all. [`start`]
+//! refuses all but mimalloc rather than promise what it cannot keep.
 //!
 //! The handler calls [`Prewarm::wait`] with a bound before its first heavy
 //! allocation: it returns at once if pre-warming is done, and never blocks
@@ -45,15 +47,15 @@ pub struct Prewarm {
     report: std::sync::OnceLock<Report>,
 }
 
-/// Whether pre-warming helps with the compiled-in allocator (see the module doc).
-pub const SUPPORTED: bool = cfg!(any(feature = "mimalloc", feature = "snmalloc"));
+/// Whether pre-warming reliably helps with the compiled-in allocator (see the module doc).
+pub const SUPPORTED: bool = cfg!(feature = "mimalloc");
 
 /// Why pre-warming was not started.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum NotStarted {
-    /// The allocator would not reuse pages freed by another thread.
+    /// The allocator would not reliably keep and reuse the pre-faulted pages.
     #[error(
-        "pre-warming does not help with {0}: its per-thread arenas do not reuse pages freed by another thread"
+        "pre-warming is not reliable with {0}: it does not keep pages freed by another thread for reuse"
     )]
     Unsupported(&'static str),
     /// The allocator gives freed memory back: pre-faulted pages would be lost.

@@ -67,7 +67,7 @@ fn run_child(variant: &str) -> u64 {
 #[test]
 fn prefault_removes_most_faults() {
     if !arena::SUPPORTED {
-        // jemalloc and glibc: refused, not silently useless.
+        // snmalloc, jemalloc and glibc: refused, not silently useless.
         let refused = arena::start(WORKLOAD, Policy::Keep).expect_err("unsupported");
         assert_eq!(refused, arena::NotStarted::Unsupported(allocator::NAME));
         return;
