@@ -119,6 +119,29 @@ pub fn number_or(
         .map_or(Ok(default), |raw| parse_in_range(setting, &raw, range))
 }
 
+/// The required DynamoDB table name in `setting` (`purpose` says what it is for).
+pub fn table_name(
+    env: &dyn Env,
+    setting: &'static str,
+    purpose: &str,
+) -> Result<String, ConfigError> {
+    let name = env
+        .get(setting)?
+        .ok_or_else(|| ConfigError::new(setting, "", format!("is required: {purpose}")))?;
+    let valid = (3..=255).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'));
+    if !valid {
+        return Err(ConfigError::new(
+            setting,
+            &name,
+            "must be 3 to 255 characters of A-Z a-z 0-9 _ - .",
+        ));
+    }
+    Ok(name)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -20,6 +20,7 @@ pub mod invocation;
 pub mod logging;
 pub mod memory;
 pub mod metrics;
+pub mod orders;
 pub mod pool;
 pub mod vcpus;
 
@@ -188,4 +189,20 @@ where
         .layer(invocation::ColdStartLayer::new(init.elapsed()))
         .run()
         .await
+}
+
+/// An error and its sources on one line (the AWS SDK's own `Display` is terse:
+/// "dispatch failure" without the refused connection behind it).
+pub struct ErrorChain<'a>(pub &'a dyn std::error::Error);
+
+impl std::fmt::Display for ErrorChain<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.0)?;
+        let mut source = self.0.source();
+        while let Some(e) = source {
+            write!(f, ": {e}")?;
+            source = e.source();
+        }
+        Ok(())
+    }
 }

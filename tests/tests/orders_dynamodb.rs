@@ -18,7 +18,7 @@ async fn create_tables(ddb: &DynamoDbLocal) {
     let created = dynamodb_local::create_tables(&template, &ddb.client())
         .await
         .expect("tables");
-    assert_eq!(created, [TABLE]);
+    assert_eq!(created, [TABLE, "ReportsTable"]);
 }
 
 fn handler(endpoint: &str) -> Handler<DynamoStore> {

@@ -1,6 +1,6 @@
 //! The order processor's settings, read and validated once at cold start.
 
-use shared::config::{ConfigError, Env, number_or};
+use shared::config::{ConfigError, Env, number_or, table_name};
 use std::num::NonZeroUsize;
 
 /// Default LRU capacity (about 2 MiB; see `cache.rs`).
@@ -26,24 +26,7 @@ pub struct Config {
 impl Config {
     /// Read every setting from `env`.
     pub fn from_env(env: &dyn Env) -> Result<Self, ConfigError> {
-        let table_name = env.get("TABLE_NAME")?.ok_or_else(|| {
-            ConfigError::new(
-                "TABLE_NAME",
-                "",
-                "is required: the DynamoDB table to write orders to",
-            )
-        })?;
-        let valid_table = (3..=255).contains(&table_name.len())
-            && table_name
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'));
-        if !valid_table {
-            return Err(ConfigError::new(
-                "TABLE_NAME",
-                &table_name,
-                "must be 3 to 255 characters of A-Z a-z 0-9 _ - .",
-            ));
-        }
+        let table_name = table_name(env, "TABLE_NAME", "the DynamoDB table to write orders to")?;
         let cache_capacity = number_or(env, "CACHE_CAPACITY", DEFAULT_CACHE_CAPACITY, 1..=100_000)?;
         let write_concurrency =
             number_or(env, "WRITE_CONCURRENCY", DEFAULT_WRITE_CONCURRENCY, 1..=64)?;

@@ -14,24 +14,12 @@ use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailure};
+use shared::ErrorChain;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// Attribute names of an order item (the arrow worker reads the same names).
-pub mod attr {
-    pub const ORDER_ID: &str = "order_id";
-    pub const CUSTOMER_ID: &str = "customer_id";
-    pub const ITEMS: &str = "items";
-    pub const SKU: &str = "sku";
-    pub const QUANTITY: &str = "quantity";
-    pub const UNIT_PRICE_CENTS: &str = "unit_price_cents";
-    pub const TOTAL_CENTS: &str = "total_cents";
-    pub const TOTAL_QUANTITY: &str = "total_quantity";
-    pub const CURRENCY: &str = "currency";
-    pub const CREATED_AT: &str = "created_at";
-    pub const CREATED_AT_MS: &str = "created_at_ms";
-    pub const CONTENT_HASH: &str = "content_hash";
-}
+/// Attribute names of an order item (the Arrow worker reads the same names).
+pub use shared::orders::attr;
 
 /// Orders in one DynamoDB table.
 #[derive(Debug)]
@@ -121,13 +109,13 @@ fn classify(
         SdkError::TimeoutError(_) | SdkError::DispatchFailure(_) | SdkError::ResponseError(_) => {
             return Err(StoreError::transient(format!(
                 "DynamoDB unreachable: {}",
-                DisplayErrorChain(&err)
+                ErrorChain(&err)
             )));
         }
         other => {
             return Err(StoreError::permanent(format!(
                 "request not built: {}",
-                DisplayErrorChain(&other)
+                ErrorChain(&other)
             )));
         }
     };
@@ -164,19 +152,4 @@ fn describe(e: &PutItemError) -> String {
         e.code().unwrap_or("DynamoDB error"),
         e.message().unwrap_or("no message")
     )
-}
-
-/// An error and its sources on one line (the SDK's `Display` is terse).
-struct DisplayErrorChain<'a>(&'a dyn std::error::Error);
-
-impl std::fmt::Display for DisplayErrorChain<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}", self.0)?;
-        let mut source = self.0.source();
-        while let Some(e) = source {
-            write!(f, ": {e}")?;
-            source = e.source();
-        }
-        Ok(())
-    }
 }

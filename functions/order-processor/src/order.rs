@@ -16,15 +16,8 @@ use time::format_description::well_known::Rfc3339;
 
 /// Largest message body accepted, in bytes (SQS allows more; orders are small).
 pub const MAX_BODY_BYTES: usize = 64 * 1024;
-/// Identifier length limit (order, customer, SKU), in bytes.
-pub const MAX_ID_LEN: usize = 64;
-/// Most line items in one order.
-pub const MAX_ITEMS: usize = 100;
-/// Most units of one item.
-pub const MAX_QUANTITY: u32 = 10_000;
-/// Largest unit price and total, in cents: far from overflow, exact as an f64
-/// (below 2^53), so analytics can sum them safely.
-pub const MAX_AMOUNT_CENTS: u64 = 1_000_000_000_000;
+/// Limits shared with the Arrow worker, which reads the stored orders back.
+pub use shared::orders::{MAX_AMOUNT_CENTS, MAX_ID_LEN, MAX_ITEMS, MAX_QUANTITY};
 
 /// One order, exactly as a message body carries it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -5,22 +5,14 @@ use crate::secret::Secret;
 use rayon::prelude::*;
 use std::time::{Duration, Instant};
 
-/// Run `work` on the Rayon global pool and await its result. A panic in
-/// `work` comes back as an error, not as a crash of the pool.
+/// Run `work` on the Rayon global pool and await its result (see
+/// [`shared::pool::run`]); a panic comes back as an error.
 pub async fn on_pool<T: Send + 'static>(
     work: impl FnOnce() -> T + Send + 'static,
 ) -> Result<T, String> {
-    let (answer, result) = tokio::sync::oneshot::channel();
-    rayon::spawn(move || {
-        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(work));
-        // The receiver is gone only if the invocation was abandoned.
-        let _ = answer.send(outcome);
-    });
-    match result.await {
-        Ok(Ok(value)) => Ok(value),
-        Ok(Err(_panic)) => Err("the hashing job panicked".to_owned()),
-        Err(_) => Err("the hashing job was dropped".to_owned()),
-    }
+    shared::pool::run("hashing", work)
+        .await
+        .map_err(|e| e.to_string())
 }
 
 /// Apply `f` to every item, in parallel on the current Rayon pool when there
@@ -174,12 +166,5 @@ mod tests {
         assert!((one.as_secs_f64() - 0.064).abs() < 1e-9, "{one:?}");
         assert_eq!(e.estimate(24, 10, 2), one * 12);
         assert_eq!(e.estimate(3, 10, 2), one * 2);
-    }
-
-    #[tokio::test]
-    async fn pool_jobs_return_values_and_panics_as_errors() {
-        assert_eq!(on_pool(|| 6 * 7).await, Ok(42));
-        let panicked: Result<(), String> = on_pool(|| panic!("boom")).await;
-        assert!(panicked.is_err());
     }
 }

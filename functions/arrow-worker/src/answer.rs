@@ -1,0 +1,167 @@
+//! What the worker answers: groups with their statistics, and how the rows were counted.
+//!
+//! A partial answer (one scan segment) names its segment and carries every
+//! group; a final answer (a full scan or a merge) carries at most the query's
+//! `limit` groups, in key order, and says if it left some out.
+
+use crate::request::{BadRequest, MAX_LIMIT, Query, Segment};
+use serde::{Deserialize, Serialize};
+
+/// Count, sum, min, max and mean of one column within a group.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Stats {
+    /// Sum of the values.
+    pub sum: u64,
+    /// Smallest value.
+    pub min: u64,
+    /// Largest value.
+    pub max: u64,
+    /// `sum / count` (recomputed, never merged).
+    pub mean: f64,
+}
+
+impl Stats {
+    /// Statistics of a group of `count` values from its sum, min and max.
+    pub fn new(count: u64, sum: u64, min: u64, max: u64) -> Self {
+        Self {
+            sum,
+            min,
+            max,
+            mean: sum as f64 / count.max(1) as f64,
+        }
+    }
+}
+
+/// One group of orders.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Group {
+    /// The customer id, currency or UTC day (`2026-11-20`).
+    pub key: String,
+    /// Orders in the group (never 0).
+    pub count: u64,
+    /// `total_cents` of those orders.
+    pub total_cents: Stats,
+    /// Units ordered (`total_quantity`) per order.
+    pub quantity: Stats,
+}
+
+/// Items read but not counted, by reason. A malformed item never stops a scan.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Skipped {
+    /// An attribute the analytics need is absent.
+    pub missing_field: u64,
+    /// An attribute has the wrong DynamoDB type or does not parse.
+    pub wrong_type: u64,
+    /// A value is outside what the order processor ever writes.
+    pub out_of_range: u64,
+}
+
+impl Skipped {
+    /// All skipped items.
+    pub fn total(&self) -> u64 {
+        self.missing_field + self.wrong_type + self.out_of_range
+    }
+
+    /// Add another count to this one.
+    pub fn add(&mut self, other: &Skipped) {
+        self.missing_field += other.missing_field;
+        self.wrong_type += other.wrong_type;
+        self.out_of_range += other.out_of_range;
+    }
+}
+
+/// How the rows were counted.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Rows {
+    /// Items DynamoDB returned.
+    pub scanned: u64,
+    /// Well-formed orders inside the time window (counted in the groups).
+    pub matched: u64,
+    /// Malformed items, by reason.
+    pub skipped: Skipped,
+}
+
+impl Rows {
+    /// Add another count to this one.
+    pub fn add(&mut self, other: &Rows) {
+        self.scanned += other.scanned;
+        self.matched += other.matched;
+        self.skipped.add(&other.skipped);
+    }
+}
+
+/// How one invocation went (not part of the result; ignored by `merge`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Run {
+    /// Scan pages read.
+    pub pages: u64,
+    /// Whether this was the process's first invocation.
+    pub cold_start: bool,
+    /// Milliseconds the handler took.
+    pub duration_ms: f64,
+    /// Minor page faults of the process during the invocation.
+    pub minor_faults: u64,
+    /// Milliseconds the invocation waited for the pre-warm (0 when it was done).
+    pub prewarm_wait_ms: f64,
+    /// Whether the pre-warm had finished when the work started.
+    pub prewarmed: bool,
+}
+
+/// An answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Answer {
+    /// The question answered.
+    pub query: Query,
+    /// The segment covered, for a partial answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub segment: Option<Segment>,
+    /// The groups, in key order.
+    pub groups: Vec<Group>,
+    /// Groups found (more than `groups.len()` when truncated).
+    pub groups_total: u64,
+    /// Whether `limit` left groups out.
+    pub truncated: bool,
+    /// How the rows were counted.
+    pub rows: Rows,
+    /// How the invocation went.
+    #[serde(default)]
+    pub run: Run,
+}
+
+impl Answer {
+    /// Assemble an answer from groups in key order. A partial answer keeps every
+    /// group (its merge needs them all) up to [`MAX_LIMIT`]; a final one keeps
+    /// the query's `limit`.
+    pub fn new(
+        query: Query,
+        segment: Option<Segment>,
+        mut groups: Vec<Group>,
+        rows: Rows,
+    ) -> Result<Self, BadRequest> {
+        let groups_total = groups.len() as u64;
+        let keep = match segment {
+            Some(s) if groups.len() > MAX_LIMIT as usize => {
+                return Err(BadRequest(format!(
+                    "segment {} of {} has {} groups, more than one answer carries ({MAX_LIMIT}): use more segments or a coarser group_by",
+                    s.segment,
+                    s.total_segments,
+                    groups.len()
+                )));
+            }
+            Some(_) => groups.len(),
+            None => query.limit()?,
+        };
+        let truncated = groups.len() > keep;
+        groups.truncate(keep);
+        Ok(Self {
+            query,
+            segment,
+            groups,
+            groups_total,
+            truncated,
+            rows,
+            run: Run::default(),
+        })
+    }
+}

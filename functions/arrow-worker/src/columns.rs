@@ -1,0 +1,267 @@
+//! DynamoDB items to Arrow: one [`RecordBatch`] per scan page, with only the
+//! columns the analytics read. Malformed items are counted, never fatal.
+
+use crate::answer::Skipped;
+use crate::request::GroupBy;
+use arrow_array::builder::{Int64Builder, StringBuilder, UInt64Builder};
+use arrow_array::{ArrayRef, RecordBatch};
+use arrow_schema::{DataType, Field, Schema, SchemaRef};
+use aws_sdk_dynamodb::types::AttributeValue;
+use shared::orders::{MAX_AMOUNT_CENTS, MAX_ID_LEN, MAX_TOTAL_QUANTITY, attr};
+use std::collections::HashMap;
+use std::sync::{Arc, LazyLock};
+
+/// A DynamoDB item as the SDK returns it.
+pub type Item = HashMap<String, AttributeValue>;
+
+/// Column positions in every batch.
+pub const KEY: usize = 0;
+/// Creation time, milliseconds since the epoch.
+pub const CREATED_AT_MS: usize = 1;
+/// `total_cents`.
+pub const TOTAL_CENTS: usize = 2;
+/// `total_quantity`.
+pub const QUANTITY: usize = 3;
+
+/// The attributes a scan needs to read (its projection).
+pub const PROJECTION: [&str; 5] = [
+    attr::CUSTOMER_ID,
+    attr::CURRENCY,
+    attr::CREATED_AT_MS,
+    attr::TOTAL_CENTS,
+    attr::TOTAL_QUANTITY,
+];
+
+/// The schema of every batch: the group key, then the values.
+pub fn schema() -> SchemaRef {
+    static SCHEMA: LazyLock<SchemaRef> = LazyLock::new(|| {
+        Arc::new(Schema::new(vec![
+            Field::new("key", DataType::Utf8, false),
+            Field::new(attr::CREATED_AT_MS, DataType::Int64, false),
+            Field::new(attr::TOTAL_CENTS, DataType::UInt64, false),
+            Field::new(attr::TOTAL_QUANTITY, DataType::UInt64, false),
+        ]))
+    });
+    SCHEMA.clone()
+}
+
+/// Why an item was skipped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flaw {
+    /// An attribute is absent.
+    Missing,
+    /// An attribute has the wrong type or does not parse.
+    WrongType,
+    /// A value is outside the order schema's limits.
+    OutOfRange,
+}
+
+impl Skipped {
+    fn count(&mut self, flaw: Flaw) {
+        match flaw {
+            Flaw::Missing => self.missing_field += 1,
+            Flaw::WrongType => self.wrong_type += 1,
+            Flaw::OutOfRange => self.out_of_range += 1,
+        }
+    }
+}
+
+/// One well-formed order's analytics columns.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Row {
+    /// The group key.
+    pub key: String,
+    /// Creation time, ms since the epoch.
+    pub created_at_ms: i64,
+    /// Order total.
+    pub total_cents: u64,
+    /// Units ordered.
+    pub quantity: u64,
+}
+
+fn get<'a>(item: &'a Item, name: &str) -> Result<&'a AttributeValue, Flaw> {
+    item.get(name).ok_or(Flaw::Missing)
+}
+
+fn string<'a>(item: &'a Item, name: &str) -> Result<&'a str, Flaw> {
+    get(item, name)?
+        .as_s()
+        .map(String::as_str)
+        .map_err(|_| Flaw::WrongType)
+}
+
+/// A number attribute within `range`.
+fn number(item: &Item, name: &str, range: std::ops::RangeInclusive<i128>) -> Result<i128, Flaw> {
+    let text = get(item, name)?.as_n().map_err(|_| Flaw::WrongType)?;
+    let value: i128 = text.parse().map_err(|_| Flaw::WrongType)?;
+    if range.contains(&value) {
+        Ok(value)
+    } else {
+        Err(Flaw::OutOfRange)
+    }
+}
+
+/// The UTC day of `ms` since the epoch, as `YYYY-MM-DD`.
+pub fn day_of(ms: i64) -> Option<String> {
+    let at = time::OffsetDateTime::from_unix_timestamp(ms.div_euclid(1_000)).ok()?;
+    let date = at.date();
+    Some(format!(
+        "{:04}-{:02}-{:02}",
+        date.year(),
+        u8::from(date.month()),
+        date.day()
+    ))
+}
+
+/// Read one item, or say what is wrong with it.
+pub fn read(item: &Item, group_by: GroupBy) -> Result<Row, Flaw> {
+    let created_at_ms = number(item, attr::CREATED_AT_MS, i64::MIN.into()..=i64::MAX.into())?;
+    let created_at_ms = i64::try_from(created_at_ms).map_err(|_| Flaw::OutOfRange)?;
+    let as_u64 = |v: i128| u64::try_from(v).map_err(|_| Flaw::OutOfRange);
+    let total_cents = as_u64(number(
+        item,
+        attr::TOTAL_CENTS,
+        0..=MAX_AMOUNT_CENTS.into(),
+    )?)?;
+    let quantity = as_u64(number(
+        item,
+        attr::TOTAL_QUANTITY,
+        1..=MAX_TOTAL_QUANTITY.into(),
+    )?)?;
+    let key = match group_by {
+        GroupBy::Customer => {
+            let id = string(item, attr::CUSTOMER_ID)?;
+            if id.is_empty() || id.len() > MAX_ID_LEN {
+                return Err(Flaw::OutOfRange);
+            }
+            id.to_owned()
+        }
+        GroupBy::Currency => {
+            let code = string(item, attr::CURRENCY)?;
+            if code.len() != 3 || !code.bytes().all(|b| b.is_ascii_uppercase()) {
+                return Err(Flaw::OutOfRange);
+            }
+            code.to_owned()
+        }
+        GroupBy::Day => day_of(created_at_ms).ok_or(Flaw::OutOfRange)?,
+    };
+    Ok(Row {
+        key,
+        created_at_ms,
+        total_cents,
+        quantity,
+    })
+}
+
+/// The rows of one page as a batch, and the items skipped.
+pub fn to_batch(items: &[Item], group_by: GroupBy) -> (RecordBatch, Skipped) {
+    let mut skipped = Skipped::default();
+    let mut key = StringBuilder::with_capacity(items.len(), items.len() * 16);
+    let mut created = Int64Builder::with_capacity(items.len());
+    let mut total = UInt64Builder::with_capacity(items.len());
+    let mut quantity = UInt64Builder::with_capacity(items.len());
+    for item in items {
+        match read(item, group_by) {
+            Ok(row) => {
+                key.append_value(&row.key);
+                created.append_value(row.created_at_ms);
+                total.append_value(row.total_cents);
+                quantity.append_value(row.quantity);
+            }
+            Err(flaw) => skipped.count(flaw),
+        }
+    }
+    let columns: Vec<ArrayRef> = vec![
+        Arc::new(key.finish()),
+        Arc::new(created.finish()),
+        Arc::new(total.finish()),
+        Arc::new(quantity.finish()),
+    ];
+    // The columns match the schema by construction (same types, same length,
+    // no nulls), so this cannot fail; an empty batch is the safe answer if it did.
+    let batch = RecordBatch::try_new(schema(), columns)
+        .unwrap_or_else(|_| RecordBatch::new_empty(schema()));
+    (batch, skipped)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sample::order_item;
+
+    #[test]
+    fn well_formed_items_become_rows_keyed_by_the_grouping() {
+        let item = order_item("cust-1", "EUR", 1_763_629_200_000, 3999, 2);
+        assert_eq!(read(&item, GroupBy::Customer).unwrap().key, "cust-1");
+        assert_eq!(read(&item, GroupBy::Currency).unwrap().key, "EUR");
+        assert_eq!(read(&item, GroupBy::Day).unwrap().key, "2025-11-20");
+        assert_eq!(day_of(-1).as_deref(), Some("1969-12-31"));
+    }
+
+    #[test]
+    fn malformed_items_are_classified() {
+        let good = order_item("c", "EUR", 0, 1, 1);
+        let with = |name: &str, value: Option<AttributeValue>| {
+            let mut item = good.clone();
+            match value {
+                Some(v) => item.insert(name.into(), v),
+                None => item.remove(name),
+            };
+            item
+        };
+        let n = |s: &str| Some(AttributeValue::N(s.into()));
+        let cases = [
+            (with(attr::TOTAL_CENTS, None), Flaw::Missing),
+            (with(attr::CUSTOMER_ID, None), Flaw::Missing),
+            (
+                with(attr::TOTAL_CENTS, Some(AttributeValue::S("12".into()))),
+                Flaw::WrongType,
+            ),
+            (with(attr::TOTAL_CENTS, n("1.5")), Flaw::WrongType),
+            (with(attr::TOTAL_CENTS, n("-1")), Flaw::OutOfRange),
+            (
+                with(attr::TOTAL_CENTS, n("1000000000001")),
+                Flaw::OutOfRange,
+            ),
+            (with(attr::TOTAL_QUANTITY, n("0")), Flaw::OutOfRange),
+            (
+                with(attr::CREATED_AT_MS, n("99999999999999999999999")),
+                Flaw::OutOfRange,
+            ),
+            (with(attr::CREATED_AT_MS, n("1e3")), Flaw::WrongType),
+            (
+                with(attr::CUSTOMER_ID, Some(AttributeValue::Bool(true))),
+                Flaw::WrongType,
+            ),
+            (
+                with(attr::CUSTOMER_ID, Some(AttributeValue::S(String::new()))),
+                Flaw::OutOfRange,
+            ),
+        ];
+        for (item, flaw) in cases {
+            assert_eq!(read(&item, GroupBy::Customer), Err(flaw), "{item:?}");
+        }
+        let bad_currency = with(attr::CURRENCY, Some(AttributeValue::S("eur".into())));
+        assert_eq!(
+            read(&bad_currency, GroupBy::Currency),
+            Err(Flaw::OutOfRange)
+        );
+        // A day far outside what time can represent.
+        let far = with(attr::CREATED_AT_MS, n(&i64::MAX.to_string()));
+        assert_eq!(read(&far, GroupBy::Day), Err(Flaw::OutOfRange));
+    }
+
+    #[test]
+    fn a_page_becomes_a_batch_and_a_count_of_skips() {
+        let mut items = vec![
+            order_item("a", "EUR", 0, 5, 1),
+            order_item("b", "USD", 1, 7, 2),
+        ];
+        items.push(HashMap::new());
+        let (batch, skipped) = to_batch(&items, GroupBy::Customer);
+        assert_eq!(batch.num_rows(), 2);
+        assert_eq!(batch.schema(), schema());
+        assert_eq!(skipped.missing_field, 1);
+        assert_eq!(to_batch(&[], GroupBy::Day).0.num_rows(), 0);
+    }
+}

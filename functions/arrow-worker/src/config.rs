@@ -1,0 +1,91 @@
+//! The Arrow worker's settings, read and validated once at cold start.
+
+use shared::config::{ConfigError, Env, number_or, table_name};
+use std::time::Duration;
+
+/// Memory size assumed when `AWS_LAMBDA_FUNCTION_MEMORY_SIZE` is unset (tests, tools).
+pub const DEFAULT_MEMORY_MB: u64 = 1_769;
+/// Rows one invocation may hold, per MB of function memory (about 100 bytes a
+/// row in Arrow, twice while combining, leaves most memory to the rest).
+pub const ROWS_PER_MB: u64 = 1_000;
+/// How long the first invocation waits for the pre-warm, by default.
+pub const DEFAULT_ARENA_WAIT_MS: u64 = 2_000;
+
+/// Validated settings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Config {
+    /// `TABLE_NAME`: the orders table (required).
+    pub table_name: String,
+    /// `REPORTS_TABLE`: where daily reports are written (required).
+    pub reports_table: String,
+    /// `ARENA_MIB`: MiB pre-faulted at cold start; 0 turns pre-warming off.
+    /// Default: a quarter of the function's memory, at most 1 GiB.
+    pub arena_bytes: usize,
+    /// `ARENA_WAIT_MS`: the most the first invocation waits for the pre-warm.
+    pub arena_wait: Duration,
+    /// `MAX_ROWS`: rows one invocation may read; more is an error that says to
+    /// fan out. Default: 1,000 per MB of function memory.
+    pub max_rows: u64,
+}
+
+impl Config {
+    /// Read every setting from `env`.
+    pub fn from_env(env: &dyn Env) -> Result<Self, ConfigError> {
+        let memory_mb = number_or(
+            env,
+            "AWS_LAMBDA_FUNCTION_MEMORY_SIZE",
+            DEFAULT_MEMORY_MB,
+            shared::vcpus::LAMBDA_MEMORY_MB,
+        )?;
+        let default_arena_mib = (shared::arena::default_bytes(memory_mb) >> 20) as u64;
+        let arena_mib = number_or(env, "ARENA_MIB", default_arena_mib, 0..=memory_mb)?;
+        Ok(Self {
+            table_name: table_name(env, "TABLE_NAME", "the DynamoDB table of orders")?,
+            reports_table: table_name(env, "REPORTS_TABLE", "the DynamoDB table for reports")?,
+            arena_bytes: usize::try_from(arena_mib << 20).unwrap_or(usize::MAX),
+            arena_wait: Duration::from_millis(number_or(
+                env,
+                "ARENA_WAIT_MS",
+                DEFAULT_ARENA_WAIT_MS,
+                0..=60_000,
+            )?),
+            max_rows: number_or(env, "MAX_ROWS", memory_mb * ROWS_PER_MB, 1..=100_000_000)?,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TABLES: [(&str, &str); 2] = [("TABLE_NAME", "orders"), ("REPORTS_TABLE", "reports")];
+
+    #[test]
+    fn defaults_follow_the_memory_size() {
+        let env = [
+            TABLES[0],
+            TABLES[1],
+            ("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "1024"),
+        ];
+        let config = Config::from_env(&env).unwrap();
+        assert_eq!(config.arena_bytes, 256 << 20);
+        assert_eq!(config.max_rows, 1_024_000);
+        assert_eq!(config.arena_wait, Duration::from_secs(2));
+    }
+
+    #[test]
+    fn bad_values_name_the_setting() {
+        for (setting, value) in [
+            ("ARENA_MIB", "lots"),
+            ("ARENA_MIB", "100000"),
+            ("ARENA_WAIT_MS", "-1"),
+            ("MAX_ROWS", "0"),
+        ] {
+            let env = [TABLES[0], TABLES[1], (setting, value)];
+            let err = Config::from_env(&env.as_slice()).unwrap_err();
+            assert_eq!(err.setting, setting);
+        }
+        let err = Config::from_env(&[TABLES[0]]).unwrap_err();
+        assert_eq!(err.setting, "REPORTS_TABLE");
+    }
+}

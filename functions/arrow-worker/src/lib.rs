@@ -1,0 +1,20 @@
+//! Arrow worker: columnar analytics over the orders table.
+//!
+//! A request names a grouping (customer, day, currency) and an optional time
+//! window; the worker scans the table (one segment per worker, or the one
+//! segment a fan-out gives it), builds Arrow batches, aggregates them with Arrow
+//! kernels on the Rayon pool, and answers per-group count, sum, min, max and
+//! mean. Partial answers of a fan-out are combined by `merge`.
+
+pub mod aggregate;
+pub mod answer;
+pub mod columns;
+pub mod config;
+pub mod dynamodb;
+pub mod handler;
+pub mod merge;
+pub mod request;
+pub mod sample;
+pub mod scan;
+pub mod store;
+pub mod trial;

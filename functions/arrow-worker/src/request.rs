@@ -1,0 +1,326 @@
+//! Requests, exactly as a caller (a person, Step Functions, EventBridge) sends them.
+//!
+//! ```json
+//! {"operation": "aggregate", "query": {"group_by": "customer", "from": "2026-11-01T00:00:00Z"}}
+//! {"operation": "aggregate", "query": {"group_by": "day"}, "segment": 0, "total_segments": 4}
+//! {"operation": "merge", "partials": [ ...answers of the segments... ]}
+//! {"operation": "daily_report", "day": "2026-11-21"}
+//! ```
+//!
+//! Unknown fields are refused: a typo (`"grop_by"`) must not silently mean "no grouping".
+
+use crate::answer::Answer;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use time::format_description::well_known::Rfc3339;
+use time::{Date, OffsetDateTime};
+
+/// Most groups one answer carries: about 200 bytes each, well inside Lambda's
+/// 6 MB response limit.
+pub const MAX_LIMIT: u32 = 20_000;
+/// Groups in a final answer when the query sets no `limit`.
+pub const DEFAULT_LIMIT: u32 = 1_000;
+/// DynamoDB's own bound on parallel scan segments.
+pub const MAX_SEGMENTS: u32 = 1_000_000;
+
+/// What to group the orders by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GroupBy {
+    /// `customer_id`.
+    Customer,
+    /// The UTC day of `created_at` (`2026-11-20`).
+    Day,
+    /// `currency`.
+    Currency,
+}
+
+/// An analytics question: the same in every partial and in their merge.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Query {
+    /// The grouping.
+    pub group_by: GroupBy,
+    /// Orders created at or after this RFC 3339 time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<String>,
+    /// Orders created before this RFC 3339 time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to: Option<String>,
+    /// Most groups in the final answer (1 to [`MAX_LIMIT`], default [`DEFAULT_LIMIT`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u32>,
+}
+
+/// A request.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(tag = "operation", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Request {
+    /// Scan (all segments, or the one named) and aggregate.
+    Aggregate {
+        /// The question.
+        query: Query,
+        /// This invocation's scan segment, for a fan-out over many invocations.
+        #[serde(default)]
+        segment: Option<u32>,
+        /// How many segments the fan-out has (with `segment`).
+        #[serde(default)]
+        total_segments: Option<u32>,
+    },
+    /// Combine the answers of every segment of one fan-out.
+    Merge {
+        /// The partial answers, one per segment, in any order.
+        partials: Vec<Answer>,
+    },
+    /// Aggregate one UTC day by currency and store it as a report item.
+    DailyReport {
+        /// The day (`2026-11-21`); yesterday (UTC) when absent.
+        #[serde(default)]
+        day: Option<String>,
+    },
+}
+
+/// Which part of the table an aggregation covers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Segment {
+    /// This segment, `0..total_segments`.
+    pub segment: u32,
+    /// The fan-out's segment count.
+    pub total_segments: u32,
+}
+
+/// A request that cannot be answered as sent. `Display` says what to change.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BadRequest(pub String);
+
+impl fmt::Display for BadRequest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for BadRequest {}
+
+fn bad(message: impl Into<String>) -> BadRequest {
+    BadRequest(message.into())
+}
+
+/// Parse a request from the invocation payload.
+pub fn parse(payload: serde_json::Value) -> Result<Request, BadRequest> {
+    serde_json::from_value(payload).map_err(|e| {
+        bad(format!(
+            "not a valid request: {e} (expected {{\"operation\": \"aggregate\" | \"merge\" | \"daily_report\", ...}})"
+        ))
+    })
+}
+
+/// A half-open window of creation times, in milliseconds since the epoch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Window {
+    /// Inclusive lower bound.
+    pub from_ms: Option<i64>,
+    /// Exclusive upper bound.
+    pub to_ms: Option<i64>,
+}
+
+impl Window {
+    /// Whether the window lets every order through.
+    pub fn is_unbounded(&self) -> bool {
+        self.from_ms.is_none() && self.to_ms.is_none()
+    }
+}
+
+fn timestamp_ms(field: &str, value: &str) -> Result<i64, BadRequest> {
+    let at = OffsetDateTime::parse(value, &Rfc3339).map_err(|e| {
+        bad(format!(
+            "query.{field} {value:?} is not an RFC 3339 time (2026-11-20T09:15:00Z): {e}"
+        ))
+    })?;
+    i64::try_from(at.unix_timestamp_nanos() / 1_000_000)
+        .map_err(|_| bad(format!("query.{field} {value:?} is out of range")))
+}
+
+impl Query {
+    /// The validated creation-time window.
+    pub fn window(&self) -> Result<Window, BadRequest> {
+        let from_ms = self
+            .from
+            .as_deref()
+            .map(|v| timestamp_ms("from", v))
+            .transpose()?;
+        let to_ms = self
+            .to
+            .as_deref()
+            .map(|v| timestamp_ms("to", v))
+            .transpose()?;
+        if let (Some(from), Some(to)) = (from_ms, to_ms)
+            && from > to
+        {
+            return Err(bad("query.from is after query.to"));
+        }
+        Ok(Window { from_ms, to_ms })
+    }
+
+    /// The validated group limit of a final answer.
+    pub fn limit(&self) -> Result<usize, BadRequest> {
+        match self.limit.unwrap_or(DEFAULT_LIMIT) {
+            n @ 1..=MAX_LIMIT => Ok(n as usize),
+            n => Err(bad(format!("query.limit {n} must be 1 to {MAX_LIMIT}"))),
+        }
+    }
+
+    /// Validate everything at once.
+    pub fn validate(&self) -> Result<Window, BadRequest> {
+        self.limit()?;
+        self.window()
+    }
+}
+
+/// The segment named by a request, if any, validated.
+pub fn segment(
+    segment: Option<u32>,
+    total_segments: Option<u32>,
+) -> Result<Option<Segment>, BadRequest> {
+    match (segment, total_segments) {
+        (None, None) => Ok(None),
+        (Some(segment), Some(total_segments))
+            if (1..=MAX_SEGMENTS).contains(&total_segments) && segment < total_segments =>
+        {
+            Ok(Some(Segment {
+                segment,
+                total_segments,
+            }))
+        }
+        (Some(s), Some(t)) => Err(bad(format!(
+            "segment {s} of total_segments {t}: need 1 <= total_segments <= {MAX_SEGMENTS} and segment < total_segments"
+        ))),
+        _ => Err(bad(
+            "segment and total_segments go together: give both or neither",
+        )),
+    }
+}
+
+/// The window covering UTC `day` (`YYYY-MM-DD`), or yesterday relative to `now`.
+pub fn day_window(day: Option<&str>, now: OffsetDateTime) -> Result<(Date, Query), BadRequest> {
+    let format = time::macros::format_description!("[year]-[month]-[day]");
+    let date = match day {
+        Some(text) => Date::parse(text, &format)
+            .map_err(|e| bad(format!("day {text:?} is not a date like 2026-11-21: {e}")))?,
+        None => now
+            .date()
+            .previous_day()
+            .ok_or_else(|| bad("no day before the earliest date"))?,
+    };
+    let next = date
+        .next_day()
+        .ok_or_else(|| bad("no day after the latest date"))?;
+    let at = |d: Date| {
+        d.midnight()
+            .assume_utc()
+            .format(&Rfc3339)
+            .map_err(|e| bad(format!("cannot format {d}: {e}")))
+    };
+    Ok((
+        date,
+        Query {
+            group_by: GroupBy::Currency,
+            from: Some(at(date)?),
+            to: Some(at(next)?),
+            limit: None,
+        },
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn parses_each_operation() {
+        let r = parse(json!({"operation": "aggregate", "query": {"group_by": "day"}})).unwrap();
+        assert!(matches!(r, Request::Aggregate { segment: None, .. }));
+        let r = parse(json!({"operation": "merge", "partials": []})).unwrap();
+        assert!(matches!(r, Request::Merge { .. }));
+        let r = parse(json!({"operation": "daily_report"})).unwrap();
+        assert_eq!(r, Request::DailyReport { day: None });
+    }
+
+    #[test]
+    fn refuses_typos_unknown_operations_and_wrong_types() {
+        for payload in [
+            json!({"operation": "aggregate", "query": {"grop_by": "day"}}),
+            json!({"operation": "aggregate", "query": {"group_by": "day"}, "extra": 1}),
+            json!({"operation": "aggregate", "query": {"group_by": "sku"}}),
+            json!({"operation": "report", "group_by": "customer"}),
+            json!({"query": {"group_by": "day"}}),
+            json!({"operation": "aggregate", "query": {"group_by": "day"}, "segment": -1, "total_segments": 2}),
+            json!("aggregate"),
+            json!(null),
+        ] {
+            let e = parse(payload.clone()).expect_err(&payload.to_string());
+            assert!(e.0.starts_with("not a valid request"), "{e}");
+        }
+    }
+
+    #[test]
+    fn segments_come_in_pairs_and_in_range() {
+        assert_eq!(segment(None, None), Ok(None));
+        assert!(segment(Some(3), Some(4)).unwrap().is_some());
+        for (s, t) in [
+            (Some(4), Some(4)),
+            (Some(0), Some(0)),
+            (Some(0), None),
+            (None, Some(2)),
+        ] {
+            assert!(segment(s, t).is_err(), "{s:?} {t:?}");
+        }
+    }
+
+    #[test]
+    fn windows_and_limits_are_checked() {
+        let q = |from: &str, to: &str, limit| Query {
+            group_by: GroupBy::Day,
+            from: Some(from.into()),
+            to: Some(to.into()),
+            limit,
+        };
+        let w = q("1970-01-01T00:00:01Z", "1970-01-01T00:00:02+00:00", None)
+            .validate()
+            .unwrap();
+        assert_eq!((w.from_ms, w.to_ms), (Some(1_000), Some(2_000)));
+        assert!(
+            q("yesterday", "2026-01-01T00:00:00Z", None)
+                .window()
+                .is_err()
+        );
+        assert!(
+            q("2026-02-01T00:00:00Z", "2026-01-01T00:00:00Z", None)
+                .window()
+                .is_err()
+        );
+        assert!(
+            q("1970-01-01T00:00:00Z", "1970-01-01T00:00:00Z", Some(0))
+                .validate()
+                .is_err()
+        );
+        let over = Some(MAX_LIMIT + 1);
+        assert!(
+            q("1970-01-01T00:00:00Z", "1970-01-01T00:00:00Z", over)
+                .validate()
+                .is_err()
+        );
+    }
+
+    #[test]
+    fn a_daily_report_covers_one_utc_day() {
+        let now = OffsetDateTime::from_unix_timestamp(1_763_800_000).unwrap(); // 2025-11-22
+        let (day, query) = day_window(None, now).unwrap();
+        assert_eq!(day.to_string(), "2025-11-21");
+        assert_eq!(query.from.as_deref(), Some("2025-11-21T00:00:00Z"));
+        assert_eq!(query.to.as_deref(), Some("2025-11-22T00:00:00Z"));
+        assert!(day_window(Some("2025-13-01"), now).is_err());
+        let (day, _) = day_window(Some("2024-02-29"), now).unwrap();
+        assert_eq!(day.to_string(), "2024-02-29");
+    }
+}

@@ -1,0 +1,108 @@
+//! Reading orders: every page of the requested segments, concurrently, each
+//! page turned into an Arrow batch as it arrives (the raw items of a page are
+//! dropped before the next one is requested).
+
+use crate::answer::Rows;
+use crate::columns::to_batch;
+use crate::request::GroupBy;
+use crate::store::{Store, StoreError};
+use arrow_array::RecordBatch;
+use futures::future::try_join_all;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// What a scan read.
+#[derive(Debug, Default)]
+pub struct Scanned {
+    /// Well-formed rows, one batch per non-empty page.
+    pub batches: Vec<RecordBatch>,
+    /// Items read and skipped (`matched` is left to the aggregation).
+    pub rows: Rows,
+    /// Pages read.
+    pub pages: u64,
+}
+
+/// Why a scan stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum ScanError {
+    /// DynamoDB failed (after the SDK's retries).
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The segment holds more rows than one invocation may hold in memory.
+    #[error(
+        "more than {0} rows (MAX_ROWS) in one invocation: fan out over more segments (see the state machine in template.yaml)"
+    )]
+    TooManyRows(u64),
+}
+
+/// Read `segments` (each of `total_segments`) concurrently, keyed by `group_by`,
+/// stopping with an error once more than `max_rows` items were read.
+pub async fn scan<S: Store>(
+    store: &S,
+    segments: impl IntoIterator<Item = u32>,
+    total_segments: u32,
+    group_by: GroupBy,
+    max_rows: u64,
+) -> Result<Scanned, ScanError> {
+    let read = AtomicU64::new(0);
+    let read = &read;
+    let parts = try_join_all(segments.into_iter().map(|segment| async move {
+        let mut part = Scanned::default();
+        let mut start = None;
+        loop {
+            let page = store.scan_page(segment, total_segments, start).await?;
+            let items = page.items.len() as u64;
+            if read.fetch_add(items, Ordering::Relaxed) + items > max_rows {
+                return Err(ScanError::TooManyRows(max_rows));
+            }
+            let (batch, skipped) = to_batch(&page.items, group_by);
+            part.pages += 1;
+            part.rows.scanned += items;
+            part.rows.skipped.add(&skipped);
+            if batch.num_rows() > 0 {
+                part.batches.push(batch);
+            }
+            match page.next {
+                Some(next) => start = Some(next),
+                None => return Ok(part),
+            }
+        }
+    }))
+    .await?;
+    let mut all = Scanned::default();
+    for part in parts {
+        all.batches.extend(part.batches);
+        all.rows.add(&part.rows);
+        all.pages += part.pages;
+    }
+    Ok(all)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sample;
+    use crate::store::MemoryStore;
+    use std::collections::HashMap;
+
+    #[tokio::test]
+    async fn every_segment_is_read_once_and_malformed_items_are_counted() {
+        let mut items = sample::items(50, 7, 3);
+        items.push(HashMap::new());
+        let store = MemoryStore::new(items, 8);
+        let scanned = scan(&store, 0..4, 4, GroupBy::Customer, 1_000)
+            .await
+            .unwrap();
+        let rows: usize = scanned.batches.iter().map(|b| b.num_rows()).sum();
+        assert_eq!(rows, 50);
+        assert_eq!(scanned.rows.scanned, 51);
+        assert_eq!(scanned.rows.skipped.missing_field, 1);
+        assert!(scanned.pages >= 4);
+    }
+
+    #[tokio::test]
+    async fn too_many_rows_is_a_clear_error() {
+        let store = MemoryStore::new(sample::items(50, 7, 3), 8);
+        let err = scan(&store, 0..1, 1, GroupBy::Day, 20).await.unwrap_err();
+        assert!(err.to_string().contains("more than 20 rows"), "{err}");
+    }
+}

@@ -1,0 +1,224 @@
+//! The Arrow worker against DynamoDB Local, over orders written through the
+//! order processor's own store: one full scan, segments + merge, and a
+//! straightforward reference computation all agree; malformed items are
+//! skipped and counted; the daily report lands in the reports table.
+
+use arrow_worker::answer::{Answer, Group};
+use arrow_worker::config::Config;
+use arrow_worker::dynamodb::{DynamoStore as ReportStore, report_attr};
+use arrow_worker::handler::Worker;
+use arrow_worker::request::{GroupBy, MAX_LIMIT, Query, Segment};
+use aws_sdk_dynamodb::types::AttributeValue;
+use e2e::LocalDynamoDb;
+use futures::future::join_all;
+use order_processor::dynamodb::DynamoStore as OrderStore;
+use order_processor::order::{ValidOrder, validate};
+use order_processor::store::{OrderStore as _, PutOutcome};
+use std::collections::BTreeMap;
+
+const ORDERS: u64 = 3_000;
+const ORDERS_TABLE: &str = "OrdersTable";
+const REPORTS_TABLE: &str = "ReportsTable";
+
+fn valid_orders() -> Vec<ValidOrder> {
+    (0..ORDERS)
+        .map(|n| validate(order_processor::sample::order(n)).expect("sample orders are valid"))
+        .collect()
+}
+
+async fn write_orders(ddb: &LocalDynamoDb, orders: &[ValidOrder]) {
+    let store = OrderStore::new(ddb.server.client(), ORDERS_TABLE);
+    for chunk in orders.chunks(50) {
+        for outcome in join_all(chunk.iter().map(|o| store.put_order(o))).await {
+            assert_eq!(outcome.expect("put"), PutOutcome::Written);
+        }
+    }
+    // Items the worker must skip, not crash on: a missing total, a total of
+    // the wrong type, a negative quantity.
+    let client = ddb.server.client();
+    let broken = [
+        ("bad-1", "total_cents", None),
+        (
+            "bad-2",
+            "total_cents",
+            Some(AttributeValue::S("lots".into())),
+        ),
+        (
+            "bad-3",
+            "total_quantity",
+            Some(AttributeValue::N("-2".into())),
+        ),
+    ];
+    for (id, attribute, value) in broken {
+        let mut item = order_processor::dynamodb::item(&orders[0]);
+        item.insert("order_id".into(), AttributeValue::S(id.into()));
+        match value {
+            Some(v) => item.insert(attribute.into(), v),
+            None => item.remove(attribute),
+        };
+        client
+            .put_item()
+            .table_name(ORDERS_TABLE)
+            .set_item(Some(item))
+            .send()
+            .await
+            .expect("put malformed item");
+    }
+}
+
+fn reference(
+    orders: &[ValidOrder],
+    group_by: GroupBy,
+    window: (i64, i64),
+) -> Vec<(String, u64, u64, u64, u64)> {
+    let mut groups: BTreeMap<String, (u64, u64, u64, u64)> = BTreeMap::new();
+    for o in orders
+        .iter()
+        .filter(|o| (window.0..window.1).contains(&o.created_at_ms))
+    {
+        let key = match group_by {
+            GroupBy::Customer => o.order.customer_id.clone(),
+            GroupBy::Currency => o.order.currency.clone(),
+            GroupBy::Day => o.order.created_at[..10].to_owned(),
+        };
+        let g = groups.entry(key).or_insert((0, 0, u64::MAX, 0));
+        g.0 += 1;
+        g.1 += o.order.total_cents;
+        g.2 = g.2.min(o.order.total_cents);
+        g.3 = g.3.max(o.order.total_cents);
+    }
+    groups
+        .into_iter()
+        .map(|(k, (n, s, lo, hi))| (k, n, s, lo, hi))
+        .collect()
+}
+
+fn summary(groups: &[Group]) -> Vec<(String, u64, u64, u64, u64)> {
+    groups
+        .iter()
+        .map(|g| {
+            (
+                g.key.clone(),
+                g.count,
+                g.total_cents.sum,
+                g.total_cents.min,
+                g.total_cents.max,
+            )
+        })
+        .collect()
+}
+
+fn worker(ddb: &LocalDynamoDb, workers: usize) -> Worker<ReportStore> {
+    let env = [
+        ("TABLE_NAME", ORDERS_TABLE),
+        ("REPORTS_TABLE", REPORTS_TABLE),
+    ];
+    let config = Config::from_env(&env).expect("config");
+    let store = ReportStore::new(ddb.server.client(), ORDERS_TABLE, REPORTS_TABLE);
+    Worker::new(store, config, workers, None)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn segments_and_merge_equal_a_full_scan_and_the_reference() {
+    let ddb = LocalDynamoDb::start().await;
+    let orders = valid_orders();
+    write_orders(&ddb, &orders).await;
+    let w = worker(&ddb, 2);
+
+    for (group_by, from, to) in [
+        (GroupBy::Customer, None, None),
+        (
+            GroupBy::Day,
+            Some("2026-11-01T12:00:00Z"),
+            Some("2026-11-02T18:00:00Z"),
+        ),
+        (GroupBy::Currency, Some("2026-11-02T00:00:00Z"), None),
+    ] {
+        let query = Query {
+            group_by,
+            from: from.map(str::to_owned),
+            to: to.map(str::to_owned),
+            limit: Some(MAX_LIMIT),
+        };
+        let window = query.window().expect("window");
+        let expected = reference(
+            &orders,
+            group_by,
+            (
+                window.from_ms.unwrap_or(i64::MIN),
+                window.to_ms.unwrap_or(i64::MAX),
+            ),
+        );
+        let full = w.aggregate(query.clone(), None).await.expect("full scan");
+        assert_eq!(summary(&full.groups), expected, "{group_by:?}");
+        assert_eq!(full.rows.scanned, ORDERS + 3);
+        assert_eq!(full.rows.skipped.missing_field, 1);
+        assert_eq!(full.rows.skipped.wrong_type, 1);
+        assert_eq!(full.rows.skipped.out_of_range, 1);
+
+        let total_segments = 5;
+        let mut partials: Vec<Answer> = Vec::new();
+        for segment in 0..total_segments {
+            let part = w
+                .aggregate(
+                    query.clone(),
+                    Some(Segment {
+                        segment,
+                        total_segments,
+                    }),
+                )
+                .await
+                .expect("segment");
+            partials.push(part);
+        }
+        let merged = arrow_worker::merge::merge(partials).expect("merge");
+        assert_eq!(merged.groups, full.groups, "{group_by:?}");
+        assert_eq!(merged.rows, full.rows);
+    }
+    eprintln!(
+        "analytics over {ORDERS} orders in DynamoDB Local: full scan == 5 segments + merge == reference"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_daily_report_is_stored_as_an_item() {
+    let ddb = LocalDynamoDb::start().await;
+    let orders = valid_orders();
+    write_orders(&ddb, &orders).await;
+    let w = worker(&ddb, 2);
+    let event = lambda_runtime::LambdaEvent::new(
+        serde_json::json!({"operation": "daily_report", "day": "2026-11-02"}),
+        lambda_runtime::Context::default(),
+    );
+    let body = w.handle(event).await.expect("report");
+    assert_eq!(body["report_id"], "daily/2026-11-02");
+    let from = time::macros::datetime!(2026-11-02 00:00 UTC).unix_timestamp() * 1_000;
+    let expected = reference(&orders, GroupBy::Currency, (from, from + 86_400_000));
+    let answer: Answer = serde_json::from_value({
+        let mut b = body.clone();
+        b.as_object_mut().map(|o| o.remove("report_id"));
+        b
+    })
+    .expect("an answer");
+    assert_eq!(summary(&answer.groups), expected);
+
+    let stored = ddb
+        .server
+        .client()
+        .get_item()
+        .table_name(REPORTS_TABLE)
+        .key(
+            report_attr::REPORT_ID,
+            AttributeValue::S("daily/2026-11-02".into()),
+        )
+        .send()
+        .await
+        .expect("get report");
+    let text = stored
+        .item()
+        .and_then(|i| i.get(report_attr::BODY))
+        .and_then(|v| v.as_s().ok())
+        .expect("report body");
+    let saved: Answer = serde_json::from_str(text).expect("saved answer");
+    assert_eq!(saved.groups, answer.groups);
+}
