@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use xtask::emulator::Emulator;
+pub use xtask::emulator::init_duration_ms;
 use xtask::template::{Function, Template};
 pub use xtask::workspace_root;
 
@@ -82,14 +83,6 @@ pub fn json_lines(logs: &str) -> Vec<serde_json::Value> {
         .filter(|line| line.starts_with('{'))
         .filter_map(|line| serde_json::from_str(line).ok())
         .collect()
-}
-
-/// The init duration the emulator reported, in ms (`INIT REPORT(durationMs: X)`).
-pub fn init_duration_ms(logs: &str) -> Option<f64> {
-    logs.lines().find_map(|line| {
-        let rest = line.split("INIT REPORT(durationMs: ").nth(1)?;
-        rest.split(')').next()?.trim().parse().ok()
-    })
 }
 
 /// A fresh path under `target/e2e-logs/` for a log or data folder named `what`.
@@ -190,5 +183,46 @@ impl LocalDynamoDb {
     /// Environment variables for a function using this server.
     pub fn env(&self) -> Vec<(&str, &str)> {
         self.env.iter().map(|(k, v)| (*k, v.as_str())).collect()
+    }
+}
+
+/// ElasticMQ with the template's queues (redrive policies included), every
+/// visibility timeout shortened to `visibility_timeout_s` so that retries and
+/// dead-lettering happen in seconds.
+pub struct LocalQueues {
+    /// The server (stopped on drop).
+    pub server: xtask::elasticmq::ElasticMq,
+    /// A client for it.
+    pub client: aws_sdk_sqs::Client,
+    /// The queues, dead-letter queues first.
+    pub queues: Vec<xtask::elasticmq::LocalQueue>,
+}
+
+impl LocalQueues {
+    /// Start ElasticMQ and create the template's queues.
+    pub async fn start(visibility_timeout_s: u32) -> Self {
+        let server =
+            xtask::elasticmq::ElasticMq::start(&scratch("elasticmq").with_extension("log"))
+                .unwrap_or_else(|e| panic!("{e}"));
+        let template = Template::load(&workspace_root().join("template.yaml"))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let client = server.client();
+        let queues =
+            xtask::elasticmq::create_queues(&template, &client, Some(visibility_timeout_s))
+                .await
+                .unwrap_or_else(|e| panic!("{e}"));
+        Self {
+            server,
+            client,
+            queues,
+        }
+    }
+
+    /// The queue with this logical id.
+    pub fn queue(&self, logical_id: &str) -> &xtask::elasticmq::LocalQueue {
+        self.queues
+            .iter()
+            .find(|q| q.spec.logical_id == logical_id)
+            .unwrap_or_else(|| panic!("no queue {logical_id}"))
     }
 }

@@ -4,7 +4,9 @@
 use e2e::{
     FUNCTIONS, LocalDynamoDb, events, file_name, init_duration_ms, json_lines, start, stored_hashes,
 };
+use order_processor::order::ValidOrder;
 use serde_json::Value;
+use std::collections::BTreeMap;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_sample_event_is_answered_by_its_function() {
@@ -20,6 +22,8 @@ async fn every_sample_event_is_answered_by_its_function() {
         );
     }
     let dynamodb = LocalDynamoDb::start().await;
+    // The orders the order processor stored, which the Arrow worker reports on.
+    let mut written = Vec::new();
     for name in FUNCTIONS {
         let mut env = dynamodb.env();
         if name == "arrow-worker" {
@@ -45,7 +49,7 @@ async fn every_sample_event_is_answered_by_its_function() {
                 "{name} {}: {body}",
                 file_name(&path)
             );
-            check_answer(name, &payload, &body);
+            check_answer(name, &payload, &body, &written);
         }
         if name == "order-processor" {
             let stored = stored_hashes(&dynamodb.server.client(), "OrdersTable").await;
@@ -56,6 +60,17 @@ async fn every_sample_event_is_answered_by_its_function() {
                     "ord-0001", "ord-0002", "ord-0003", "ord-0101", "ord-0201", "ord-0202"
                 ]
             );
+            written = sample_orders()
+                .into_iter()
+                .filter(|o| stored.get(&o.order.order_id) == Some(&o.hash_hex()))
+                .collect();
+            written.sort_by(|a, b| a.order.order_id.cmp(&b.order.order_id));
+            written.dedup_by(|a, b| a.order.order_id == b.order.order_id);
+            assert_eq!(
+                written.len(),
+                stored.len(),
+                "every stored order is a sample"
+            );
         }
         let logs = emulator.logs();
         match init_duration_ms(&logs) {
@@ -65,8 +80,52 @@ async fn every_sample_event_is_answered_by_its_function() {
     }
 }
 
-/// What each function's answer must contain for its sample events.
-fn check_answer(name: &str, payload: &str, body: &Value) {
+/// Every valid order in the order processor's sample events.
+fn sample_orders() -> Vec<ValidOrder> {
+    events("order-processor")
+        .into_iter()
+        .flat_map(|(_, text)| {
+            let event: Value = serde_json::from_str(&text).expect("event JSON");
+            event["Records"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|r| order_processor::order::parse(r["body"].as_str()?).ok())
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// Per group of `group_by` ("customer", "day" or "currency"): the count and the
+/// sum of `total_cents` of `orders`, computed without Arrow.
+fn reference_groups<'a>(
+    orders: impl Iterator<Item = &'a ValidOrder>,
+    group_by: &str,
+) -> BTreeMap<String, (u64, u64)> {
+    let mut groups = BTreeMap::new();
+    for o in orders {
+        let key = match group_by {
+            "customer" => o.order.customer_id.clone(),
+            "currency" => o.order.currency.clone(),
+            "day" => utc_day(o.created_at_ms),
+            other => panic!("unknown group_by {other}"),
+        };
+        let entry = groups.entry(key).or_insert((0, 0));
+        entry.0 += 1;
+        entry.1 += o.order.total_cents;
+    }
+    groups
+}
+
+/// `YYYY-MM-DD` of a time in milliseconds since the epoch, in UTC.
+fn utc_day(ms: i64) -> String {
+    let at = time::OffsetDateTime::from_unix_timestamp(ms.div_euclid(1_000)).expect("in range");
+    at.date().to_string()
+}
+
+/// What each function's answer must contain for its sample events; the Arrow
+/// worker's reports must match `written`, the orders stored before.
+fn check_answer(name: &str, payload: &str, body: &Value, written: &[ValidOrder]) {
     let event: Value = serde_json::from_str(payload).expect("event JSON");
     match name {
         "order-processor" => {
@@ -133,23 +192,36 @@ fn check_answer(name: &str, payload: &str, body: &Value) {
             assert_no_password(&request, &body.to_string());
         }
         "arrow-worker" => {
-            // The order processor stored 6 orders before: every event counts
-            // them (the daily report only that day's), in groups that add up.
-            let matched = body["rows"]["matched"].as_u64().expect("rows.matched");
-            let counted: u64 = body["groups"]
+            // The order processor stored 6 orders before: every event reports
+            // on them (the daily report on that day's), group by group.
+            assert_eq!(body["rows"]["scanned"], written.len(), "{body}");
+            let day = match event["operation"].as_str() {
+                Some("daily_report") => {
+                    assert_eq!(body["report_id"], "daily/2026-11-20", "{body}");
+                    Some("2026-11-20")
+                }
+                _ => None,
+            };
+            let matched = written
+                .iter()
+                .filter(|o| day.is_none_or(|d| utc_day(o.created_at_ms) == d));
+            let group_by = body["query"]["group_by"].as_str().expect("query.group_by");
+            let expected = reference_groups(matched, group_by);
+            let reported: BTreeMap<String, (u64, u64)> = body["groups"]
                 .as_array()
                 .expect("groups")
                 .iter()
-                .filter_map(|g| g["count"].as_u64())
-                .sum();
-            assert_eq!(counted, matched, "{body}");
-            assert_eq!(body["rows"]["scanned"], 6, "{body}");
-            match event["operation"].as_str() {
-                Some("daily_report") => {
-                    assert_eq!(matched, 4, "orders of 2026-11-20: {body}");
-                    assert_eq!(body["report_id"], "daily/2026-11-20", "{body}");
-                }
-                _ => assert_eq!(matched, 6, "{body}"),
+                .map(|g| {
+                    let key = g["key"].as_str().expect("key").to_owned();
+                    let count = g["count"].as_u64().expect("count");
+                    (key, (count, g["total_cents"]["sum"].as_u64().expect("sum")))
+                })
+                .collect();
+            assert_eq!(reported, expected, "{body}");
+            let matched: u64 = expected.values().map(|(count, _)| count).sum();
+            assert_eq!(body["rows"]["matched"], matched, "{body}");
+            if day.is_some() {
+                assert_eq!(matched, 4, "orders of 2026-11-20: {body}");
             }
             if event.get("segment").is_some() {
                 assert_eq!(body["segment"]["segment"], event["segment"], "{body}");

@@ -38,6 +38,11 @@ impl DynamoDbLocal {
     /// Start DynamoDB Local on `port`, keeping its data in `db_path` if given
     /// (so a restart finds it again).
     pub fn start_on(port: u16, db_path: Option<&Path>, log: &Path) -> Result<Self, String> {
+        tools::require(&tools::dynamodb_local_lib(), "DynamoDB Local")?;
+        tools::require(
+            &tools::dynamodb_local_launcher(),
+            "DynamoDB Local's launcher",
+        )?;
         let out = std::fs::File::create(log).map_err(|e| format!("{}: {e}", log.display()))?;
         let err = out.try_clone().map_err(|e| e.to_string())?;
         let classpath = format!(

@@ -119,6 +119,12 @@ impl Emulator {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
+    /// The init duration the emulator reported for the cold start, in ms
+    /// (`INIT REPORT(durationMs: X)`), once the first invocation started it.
+    pub fn init_duration_ms(&self) -> Option<f64> {
+        init_duration_ms(&self.logs())
+    }
+
     /// The emulator's process id.
     pub fn pid(&self) -> u32 {
         self.guard.pid()
@@ -128,4 +134,12 @@ impl Emulator {
     pub fn stop(mut self) {
         self.guard.stop(Duration::from_secs(2));
     }
+}
+
+/// The init duration in emulator output `logs`, in ms (`INIT REPORT(durationMs: X)`).
+pub fn init_duration_ms(logs: &str) -> Option<f64> {
+    logs.lines().find_map(|line| {
+        let rest = line.split("INIT REPORT(durationMs: ").nth(1)?;
+        rest.split(')').next()?.trim().parse().ok()
+    })
 }

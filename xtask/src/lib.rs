@@ -3,8 +3,12 @@
 //! (the Lambda runtime interface emulator) started on loopback ports.
 
 pub mod dynamodb_local;
+pub mod elasticmq;
 pub mod emulator;
+pub mod event_source;
 pub mod process;
+pub mod runner;
+pub mod scaffold;
 pub mod template;
 pub mod tools;
 

@@ -2,18 +2,19 @@
 //!
 //! - `tools`  install the pinned tools into `.tools/` (also done by the others)
 //! - `test`   the whole suite: fmt, clippy, every test, each allocator, SAM lint and build
-//! - `run`    build with `sam build` and invoke each function with its sample events
-//!   under the Lambda runtime interface emulator; `--keep` leaves them running
+//! - `run`    the whole application locally (see `xtask::runner`): `sam build`,
+//!   DynamoDB Local, ElasticMQ, the functions under the runtime interface
+//!   emulator, the sample events; `--keep` leaves it running, polled;
+//!   `--visibility-timeout S` sets the local queues' (default 2 s)
 //! - `build-arm64`  cross-build the three functions for Graviton (zig)
+//! - `check-init`  start a project with `sam init` from the template zip
+//!   (`xtask::scaffold`) and run its unit tests
 
 use std::process::{Command, ExitCode};
-use std::time::{Duration, Instant};
-use xtask::dynamodb_local::{self, DynamoDbLocal};
-use xtask::emulator::Emulator;
-use xtask::template::Template;
-use xtask::{process, tools, workspace_root};
+use std::time::Instant;
+use xtask::{runner, scaffold, tools, workspace_root};
 
-const USAGE: &str = "usage: cargo xtask <tools | test | run [--keep] | build-arm64>";
+const USAGE: &str = "usage: cargo xtask <tools | test | run [--keep] [--visibility-timeout SECONDS] | build-arm64 | check-init>";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -21,17 +22,9 @@ fn main() -> ExitCode {
     let result = match args.as_slice() {
         ["tools"] => tools::install(),
         ["test"] => test(),
-        ["run"] => run(false),
-        ["run", "--keep"] => run(true),
-        ["build-arm64"] => tools::install().and_then(|()| {
-            sam(&[
-                "build",
-                "--build-dir",
-                ".aws-sam/build-arm64",
-                "--parameter-overrides",
-                "Architecture=arm64",
-            ])
-        }),
+        ["run", flags @ ..] => run_options(flags).and_then(run),
+        ["build-arm64"] => build_arm64(),
+        ["check-init"] => check_init(),
         _ => Err(USAGE.to_owned()),
     };
     match result {
@@ -190,110 +183,189 @@ fn test() -> Result<(), String> {
     failed.map_or(Ok(()), Err)
 }
 
-/// Build with `sam build`, start DynamoDB Local with the template's tables, then
-/// invoke every function with its sample events under the runtime interface
-/// emulator, as `sam local invoke -e` would.
-fn run(keep: bool) -> Result<(), String> {
-    process::stop_all_on_interrupt()?;
+/// Build with `sam build` (the release build Lambda gets), then run the
+/// application locally (`xtask::runner`).
+fn run(options: runner::Options) -> Result<(), String> {
     tools::install()?;
     sam(&["build"])?;
     let root = workspace_root();
-    let template = Template::load(&root.join("template.yaml"))?;
-    let rie = tools::emulator()?;
-    let logs = root.join("target").join("local-logs");
-    std::fs::create_dir_all(&logs).map_err(|e| format!("{}: {e}", logs.display()))?;
+    let summary = runner::run(
+        options,
+        &root.join(".aws-sam").join("build"),
+        &root.join("target").join("local-logs"),
+    )?;
+    if summary.failures.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{} sample(s) failed: {}",
+            summary.failures.len(),
+            summary.failures.join("; ")
+        ))
+    }
+}
 
-    let dynamodb = DynamoDbLocal::start(&logs.join("dynamodb-local.log"))?;
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| e.to_string())?;
-    let tables = runtime.block_on(dynamodb_local::create_tables(&template, &dynamodb.client()))?;
-    println!(
-        "DynamoDB Local: {} (tables: {})",
-        dynamodb.endpoint(),
-        tables.join(", ")
-    );
-    let endpoint = dynamodb.endpoint();
-    let local_aws = [
-        ("AWS_ENDPOINT_URL_DYNAMODB", endpoint.as_str()),
-        ("AWS_ACCESS_KEY_ID", dynamodb_local::ACCESS_KEY),
-        ("AWS_SECRET_ACCESS_KEY", dynamodb_local::ACCESS_KEY),
-    ];
+/// The flags of `cargo xtask run`.
+fn run_options(flags: &[&str]) -> Result<runner::Options, String> {
+    let mut options = runner::Options {
+        keep: false,
+        visibility_timeout_s: runner::DEFAULT_VISIBILITY_TIMEOUT_S,
+    };
+    let mut flags = flags.iter();
+    while let Some(flag) = flags.next() {
+        match *flag {
+            "--keep" => options.keep = true,
+            "--visibility-timeout" => {
+                options.visibility_timeout_s = flags
+                    .next()
+                    .and_then(|s| s.parse().ok())
+                    .filter(|s| (1..=43_200).contains(s))
+                    .ok_or("--visibility-timeout needs whole seconds from 1 to 43200")?;
+            }
+            other => return Err(format!("unknown flag {other}\n{USAGE}")),
+        }
+    }
+    Ok(options)
+}
 
-    let mut running = Vec::new();
+/// Cross-build the three functions for Graviton with `sam build` (cargo-lambda
+/// links with zig, which its PyPI package brings), then check that every
+/// `bootstrap` is an arm64 Linux executable.
+fn build_arm64() -> Result<(), String> {
+    const BUILD_DIR: &str = ".aws-sam/build-arm64";
+    tools::install()?;
+    tools::run(Command::new("rustup").args(["target", "add", "aarch64-unknown-linux-gnu"]))?;
+    sam(&[
+        "build",
+        "--build-dir",
+        BUILD_DIR,
+        "--parameter-overrides",
+        "Architecture=arm64",
+    ])?;
+    let template = xtask::template::Template::load(&workspace_root().join("template.yaml"))?;
     for function in template.functions()? {
-        let bootstrap = root
-            .join(".aws-sam/build")
+        let bootstrap = workspace_root()
+            .join(BUILD_DIR)
             .join(&function.logical_id)
             .join("bootstrap");
-        let log = logs.join(format!("{}.log", function.binary));
-        let emulator = Emulator::start(&rie, &bootstrap, &function, &local_aws, &log)?;
-        println!(
-            "\n{} ({} MB, {} s timeout): {}",
-            function.logical_id,
-            function.memory_mb,
-            function.timeout_s,
-            emulator.url()
-        );
-        let events = root.join("events").join(&function.binary);
-        let mut files: Vec<_> = std::fs::read_dir(&events)
-            .map_err(|e| format!("{}: {e}", events.display()))?
-            .filter_map(Result::ok)
-            .map(|entry| entry.path())
-            .collect();
-        files.sort();
-        for file in files {
-            let payload =
-                std::fs::read_to_string(&file).map_err(|e| format!("{}: {e}", file.display()))?;
-            let t = Instant::now();
-            let answer = emulator.invoke(&payload)?;
-            let body: String = answer.body.chars().take(300).collect();
-            println!(
-                "  {} -> HTTP {} in {:.0?}: {body}",
-                file.strip_prefix(&root).unwrap_or(&file).display(),
-                answer.status,
-                t.elapsed()
-            );
+        let bytes =
+            std::fs::read(&bootstrap).map_err(|e| format!("{}: {e}", bootstrap.display()))?;
+        // ELF magic, then e_machine (little-endian u16 at offset 18): 183 is AArch64.
+        let machine = bytes.get(18..20).map(|m| u16::from_le_bytes([m[0], m[1]]));
+        if !bytes.starts_with(b"\x7fELF") || machine != Some(183) {
+            return Err(format!(
+                "{} is not an arm64 ELF executable (e_machine {machine:?})",
+                bootstrap.display()
+            ));
         }
         println!(
-            "  logs: {}",
-            log.strip_prefix(&root).unwrap_or(&log).display()
+            "{}: arm64 ELF, {:.1} MiB",
+            bootstrap.display(),
+            bytes.len() as f64 / (1 << 20) as f64
         );
-        running.push(emulator);
     }
-    if keep {
-        println!("\nThe functions keep running; invoke them with, for example:");
-        if let Some(first) = running.first() {
-            println!(
-                "  curl -s -d @events/order-processor/sqs-orders.json {}",
-                first.url()
-            );
-        }
-        println!("Press Ctrl-C to stop everything.");
-        loop {
-            std::thread::sleep(Duration::from_secs(3600));
-        }
-    }
-    let stored = runtime.block_on(count_items(&dynamodb.client(), "OrdersTable"))?;
-    println!("\nOrdersTable now holds {stored} order(s).");
-    // Dropping `running` and `dynamodb` stops every process started here.
     Ok(())
 }
 
-/// Items in a local table.
-async fn count_items(client: &aws_sdk_dynamodb::Client, table: &str) -> Result<i32, String> {
-    client
-        .scan()
-        .table_name(table)
-        .select(aws_sdk_dynamodb::types::Select::Count)
-        .send()
-        .await
-        .map(|r| r.count())
-        .map_err(|e| {
-            format!(
-                "scan {table}: {}",
-                aws_sdk_dynamodb::error::DisplayErrorContext(e)
-            )
-        })
+/// Start a project from this repository as a user would: build the template zip
+/// (`xtask::scaffold`), `sam init` a project named `demo` from it, check that
+/// every file arrived as the zip holds it (only the stack name rendered), and run
+/// the new project's unit tests, reusing this workspace's `target/`.
+fn check_init() -> Result<(), String> {
+    const WORK: &str = "target/sam-init";
+    let root = workspace_root();
+    let work = root.join(WORK);
+    if work.exists() {
+        std::fs::remove_dir_all(&work).map_err(|e| format!("{}: {e}", work.display()))?;
+    }
+    tools::install()?;
+    let zip = scaffold::template_zip(&work)?;
+    // With `--location`, `--no-interactive` alone still lets cookiecutter prompt
+    // for `project_name`; `--no-input` takes the `--name` given.
+    sam(&[
+        "init",
+        "--location",
+        &format!("{WORK}/{}", scaffold::ZIP_NAME),
+        "--name",
+        "demo",
+        "--no-interactive",
+        "--no-input",
+        "--output-dir",
+        &format!("{WORK}/out"),
+    ])?;
+
+    let demo = work.join("out").join("demo");
+    for file in ["template.yaml", "Cargo.toml", "Cargo.lock"] {
+        if !demo.join(file).is_file() {
+            return Err(format!("sam init made no {}", demo.join(file).display()));
+        }
+    }
+    let placeholder = scaffold::stack_name_line(scaffold::PROJECT_DIR);
+    let stack_demo = scaffold::stack_name_line("demo");
+    for (file, mut expected) in scaffold::project_entries(&zip)? {
+        if file == scaffold::RENDERED_FILE {
+            expected = String::from_utf8_lossy(&expected)
+                .replace(&placeholder, &stack_demo)
+                .into_bytes();
+        }
+        let path = demo.join(&file);
+        let actual = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        if actual != expected {
+            return Err(format!("{} differs from the template's", path.display()));
+        }
+    }
+    let samconfig = std::fs::read_to_string(demo.join(scaffold::RENDERED_FILE))
+        .map_err(|e| format!("{}: {e}", scaffold::RENDERED_FILE))?;
+    if !samconfig.contains(&stack_demo) {
+        return Err(format!("the new samconfig.toml lacks `{stack_demo}`"));
+    }
+
+    // Cargo names a workspace crate's artifacts after its path inside the
+    // workspace, not after where the workspace is: built into this `target/`,
+    // the new project's crates would replace this workspace's own, with their
+    // `CARGO_MANIFEST_DIR` pointing into `target/sam-init`. A profile setting of
+    // no consequence (255 codegen units instead of 256) gives them names of their
+    // own; the registry crates are still reused.
+    let mut test = cargo();
+    test.current_dir(&demo)
+        .args(["test", "--workspace", "--lib", "--bins"])
+        .env("CARGO_TARGET_DIR", root.join("target"));
+    for member in workspace_members(&demo)? {
+        test.arg("--config")
+            .arg(format!("profile.dev.package.{member}.codegen-units=255"));
+    }
+    tools::run(&mut test)
+}
+
+/// The names of the packages of the workspace in `dir`.
+fn workspace_members(dir: &std::path::Path) -> Result<Vec<String>, String> {
+    let mut command = cargo();
+    command
+        .current_dir(dir)
+        .args(["metadata", "--no-deps", "--format-version", "1"]);
+    let output = command
+        .output()
+        .map_err(|e| format!("{}: {e}", tools::describe(&command)))?;
+    if !output.status.success() {
+        return Err(format!(
+            "{} failed: {}",
+            tools::describe(&command),
+            output.status
+        ));
+    }
+    let metadata: serde_json::Value =
+        serde_json::from_slice(&output.stdout).map_err(|e| format!("cargo metadata: {e}"))?;
+    let names: Vec<String> = metadata["packages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|package| package["name"].as_str().map(str::to_owned))
+        .collect();
+    if names.is_empty() {
+        return Err(format!(
+            "cargo metadata lists no package in {}",
+            dir.display()
+        ));
+    }
+    Ok(names)
 }

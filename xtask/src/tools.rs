@@ -14,6 +14,9 @@ pub const SAM_CLI_VERSION: &str = "1.170.0";
 pub const CARGO_LAMBDA_VERSION: &str = "1.9.2";
 /// DynamoDB Local (Maven Central, `com.amazonaws:DynamoDBLocal`).
 pub const DYNAMODB_LOCAL_VERSION: &str = "2.6.1";
+/// ElasticMQ, an SQS-compatible server (Maven Central,
+/// `org.elasticmq:elasticmq-server_2.13`).
+pub const ELASTICMQ_VERSION: &str = "1.6.16";
 
 /// `.tools/` in the workspace.
 pub fn dir() -> PathBuf {
@@ -34,6 +37,13 @@ pub fn venv_bin() -> PathBuf {
 pub fn dynamodb_local_lib() -> PathBuf {
     dir()
         .join(format!("dynamodb-local-{DYNAMODB_LOCAL_VERSION}"))
+        .join("lib")
+}
+
+/// Where ElasticMQ's jars are copied.
+pub fn elasticmq_lib() -> PathBuf {
+    dir()
+        .join(format!("elasticmq-{ELASTICMQ_VERSION}"))
         .join("lib")
 }
 
@@ -70,6 +80,18 @@ pub fn emulator() -> Result<PathBuf, String> {
         })
 }
 
+/// `Ok` if `path` exists, else an error that says how to install `what`.
+pub fn require(path: &std::path::Path, what: &str) -> Result<(), String> {
+    if path.exists() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{what} is not installed ({} is missing): run `cargo xtask tools`",
+            path.display()
+        ))
+    }
+}
+
 /// A `PATH` with the venv first, for `sam` and `cargo lambda`.
 pub fn path_with_venv() -> String {
     let mut paths = vec![venv_bin()];
@@ -86,6 +108,7 @@ pub fn install() -> Result<(), String> {
     std::fs::create_dir_all(dir()).map_err(|e| format!("{}: {e}", dir().display()))?;
     install_venv()?;
     install_dynamodb_local()?;
+    install_elasticmq()?;
     Ok(())
 }
 
@@ -126,15 +149,12 @@ fn install_venv() -> Result<(), String> {
 fn install_dynamodb_local() -> Result<(), String> {
     let lib = dynamodb_local_lib();
     let jar = lib.join(format!("DynamoDBLocal-{DYNAMODB_LOCAL_VERSION}.jar"));
-    if !jar.is_file() {
-        fetch_dynamodb_local(&lib)?;
-    }
-    if !jar.is_file() {
-        return Err(format!(
-            "{} is missing after the Maven fetch",
-            jar.display()
-        ));
-    }
+    fetch_maven(
+        "com.amazonaws:DynamoDBLocal",
+        DYNAMODB_LOCAL_VERSION,
+        &jar,
+        "DynamoDB Local",
+    )?;
     // The launcher that binds 127.0.0.1 only (see xtask/java/).
     let source = workspace_root().join("xtask/java/LoopbackDynamoDbLocal.java");
     let class = dynamodb_local_launcher().join("LoopbackDynamoDbLocal.class");
@@ -153,34 +173,59 @@ fn install_dynamodb_local() -> Result<(), String> {
     Ok(())
 }
 
-fn fetch_dynamodb_local(lib: &Path) -> Result<(), String> {
+fn install_elasticmq() -> Result<(), String> {
+    let jar = elasticmq_lib().join(format!("elasticmq-server_2.13-{ELASTICMQ_VERSION}.jar"));
+    fetch_maven(
+        "org.elasticmq:elasticmq-server_2.13",
+        ELASTICMQ_VERSION,
+        &jar,
+        "ElasticMQ",
+    )
+}
+
+/// Copy `artifact` (`group:name`) at `version` and its dependencies from Maven
+/// Central into the folder of `jar`, unless `jar` is already there.
+fn fetch_maven(artifact: &str, version: &str, jar: &Path, what: &str) -> Result<(), String> {
+    if jar.is_file() {
+        return Ok(());
+    }
+    let lib = jar.parent().ok_or("a jar path has a folder")?;
     let project = lib.parent().unwrap_or(lib).to_path_buf();
     std::fs::create_dir_all(&project).map_err(|e| format!("{}: {e}", project.display()))?;
+    let (group, name) = artifact
+        .split_once(':')
+        .ok_or_else(|| format!("{artifact} is not group:name"))?;
     // A throw-away project whose only job is to have Maven copy the jars.
     let pom = format!(
         r#"<project xmlns="http://maven.apache.org/POM/4.0.0">
   <modelVersion>4.0.0</modelVersion>
   <groupId>local</groupId>
-  <artifactId>dynamodb-local-fetch</artifactId>
+  <artifactId>fetch</artifactId>
   <version>1</version>
   <dependencies>
     <dependency>
-      <groupId>com.amazonaws</groupId>
-      <artifactId>DynamoDBLocal</artifactId>
-      <version>{DYNAMODB_LOCAL_VERSION}</version>
+      <groupId>{group}</groupId>
+      <artifactId>{name}</artifactId>
+      <version>{version}</version>
     </dependency>
   </dependencies>
 </project>
 "#
     );
     std::fs::write(project.join("pom.xml"), pom).map_err(|e| format!("pom.xml: {e}"))?;
-    eprintln!(
-        "tools: fetching DynamoDB Local {DYNAMODB_LOCAL_VERSION} from Maven Central (about 90 s)"
-    );
+    eprintln!("tools: fetching {what} {version} from Maven Central");
     run(Command::new("mvn")
         .current_dir(&project)
         .args(["-q", "-B", "dependency:copy-dependencies"])
-        .arg(format!("-DoutputDirectory={}", lib.display())))
+        .arg(format!("-DoutputDirectory={}", lib.display())))?;
+    if jar.is_file() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{} is missing after the Maven fetch",
+            jar.display()
+        ))
+    }
 }
 
 /// Run `command`, turning a failure into an error naming it.

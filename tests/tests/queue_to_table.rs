@@ -1,0 +1,112 @@
+//! The whole order path with real pieces: messages in ElasticMQ, the local
+//! event source mapping, the order-processor binary under the runtime
+//! interface emulator, DynamoDB Local. Every queue, table, batch size and
+//! redrive policy comes from `template.yaml`.
+
+use e2e::{LocalDynamoDb, LocalQueues, expected_hashes, start, stored_hashes};
+use serde_json::Value;
+use std::time::{Duration, Instant};
+use xtask::elasticmq::{depth, send, take_all};
+use xtask::event_source::EventSource;
+use xtask::template::Template;
+
+const VALID: u64 = 450;
+const DUPLICATES: u64 = 20;
+
+/// 30 bodies the order processor must refuse, each for another reason.
+fn invalid_bodies() -> Vec<String> {
+    let tampered = |n: u64, change: &dyn Fn(&mut Value)| {
+        let mut order: Value =
+            serde_json::from_str(&order_processor::sample::body(n)).expect("sample JSON");
+        change(&mut order);
+        order.to_string()
+    };
+    let mut bodies = Vec::new();
+    for n in 0..5 {
+        let id = 10_000 + n;
+        bodies.push(tampered(id, &|o| o["total_cents"] = Value::from(1)));
+        bodies.push(tampered(id + 100, &|o| o["currency"] = Value::from("euro")));
+        bodies.push(tampered(id + 200, &|o| o["surprise"] = Value::from(true)));
+        bodies.push(tampered(id + 300, &|o| {
+            o["items"] = Value::from(Vec::<Value>::new())
+        }));
+        bodies.push(format!("{{\"order_id\": \"ord-{id}\", "));
+        bodies.push(format!("{} {}", " ".repeat(70 * 1024), n));
+    }
+    for body in &bodies {
+        assert!(
+            order_processor::order::parse(body).is_err(),
+            "meant to be invalid: {}",
+            &body[..body.len().min(80)]
+        );
+    }
+    bodies
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn five_hundred_orders_end_with_the_valid_ones_stored_and_the_invalid_dead_lettered() {
+    let template =
+        Template::load(&e2e::workspace_root().join("template.yaml")).expect("template.yaml");
+    let source = template
+        .sqs_sources()
+        .expect("SQS events")
+        .into_iter()
+        .find(|s| s.function == "order-processor")
+        .expect("the order processor has an SQS event");
+    let dynamodb = LocalDynamoDb::start().await;
+    let queues = LocalQueues::start(2).await;
+    let orders = queues.queue(&source.queue);
+    let redrive = orders.spec.redrive.clone().expect("a redrive policy");
+    let dead_letters = queues.queue(&redrive.dead_letter_queue);
+
+    let invalid = invalid_bodies();
+    let mut bodies: Vec<String> = (0..VALID).map(order_processor::sample::body).collect();
+    bodies.extend((0..DUPLICATES).map(|n| order_processor::sample::body(n * 7)));
+    bodies.extend(invalid.iter().cloned());
+    assert_eq!(bodies.len(), 500);
+    // A fixed shuffle (7 is coprime to 500) so that batches mix valid,
+    // duplicate and invalid orders.
+    let mixed: Vec<String> = (0..bodies.len())
+        .map(|i| bodies[i * 7 % bodies.len()].clone())
+        .collect();
+    send(&queues.client, orders, &mixed, "orders")
+        .await
+        .expect("send");
+
+    let emulator = start("order-processor", &dynamodb.env());
+    let mapping = EventSource::new(&queues.client, orders, &source);
+    let totals = mapping
+        .drain(Instant::now() + Duration::from_secs(300), &|event| {
+            emulator.invoke(event)
+        })
+        .await
+        .unwrap_or_else(|e| panic!("{e}\n{}", emulator.logs()));
+    eprintln!("local event source mapping: {totals:?}");
+
+    // Exactly the valid orders, each once, with the content that was sent.
+    let stored = stored_hashes(&dynamodb.server.client(), "OrdersTable").await;
+    assert_eq!(stored, expected_hashes(0..VALID));
+    // Exactly the invalid messages in the dead-letter queue, each once.
+    let mut dead = take_all(&queues.client, &dead_letters.url)
+        .await
+        .expect("dead letters");
+    let mut expected_dead = invalid.clone();
+    dead.sort();
+    expected_dead.sort();
+    assert!(
+        dead == expected_dead,
+        "dead-letter queue: {} messages",
+        dead.len()
+    );
+    assert_eq!(depth(&queues.client, &orders.url).await.expect("depth"), 0);
+    // Every valid or duplicate message was deleted after its first delivery;
+    // each invalid one was delivered maxReceiveCount times, never deleted.
+    let receives = u64::from(redrive.max_receive_count);
+    assert_eq!(totals.deleted as u64, VALID + DUPLICATES);
+    assert_eq!(totals.returned as u64, invalid.len() as u64 * receives);
+    assert_eq!(totals.whole_batch_failures, 0);
+    assert!(
+        totals.invocations as u64 >= (VALID + DUPLICATES) / u64::from(source.batch_size),
+        "{totals:?}"
+    );
+}

@@ -1,0 +1,262 @@
+//! ElasticMQ, a real SQS-compatible server, on a free 127.0.0.1 port, its
+//! queues created from `template.yaml` (redrive policies included), stopped on
+//! drop.
+
+use crate::dynamodb_local::{ACCESS_KEY, REGION};
+use crate::process::{Guard, free_port, wait_for_port};
+use crate::template::{Queue, Template};
+use crate::tools;
+use aws_sdk_sqs::Client;
+use aws_sdk_sqs::config::retry::RetryConfig;
+use aws_sdk_sqs::config::{BehaviorVersion, Credentials, Region};
+use aws_sdk_sqs::types::{QueueAttributeName, SendMessageBatchRequestEntry};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+/// The account id ElasticMQ puts in queue ARNs and URLs.
+pub const ACCOUNT_ID: &str = "000000000000";
+
+/// A running ElasticMQ.
+#[derive(Debug)]
+pub struct ElasticMq {
+    guard: Guard,
+    port: u16,
+}
+
+impl ElasticMq {
+    /// Start ElasticMQ on a free port; its output goes to `log`, its
+    /// configuration next to it.
+    pub fn start(log: &Path) -> Result<Self, String> {
+        tools::require(&tools::elasticmq_lib(), "ElasticMQ")?;
+        let port = free_port().map_err(|e| e.to_string())?;
+        // Bound to loopback only; queue URLs name the same address; no
+        // statistics server (it would open a second port).
+        let config = format!(
+            r#"include classpath("application.conf")
+node-address {{ protocol = "http", host = "127.0.0.1", port = {port}, context-path = "" }}
+rest-sqs {{ enabled = true, bind-port = {port}, bind-hostname = "127.0.0.1", sqs-limits = strict }}
+rest-stats {{ enabled = false }}
+aws {{ region = "{REGION}", accountId = "{ACCOUNT_ID}" }}
+"#
+        );
+        let config_path = log.with_extension("conf");
+        std::fs::write(&config_path, config)
+            .map_err(|e| format!("{}: {e}", config_path.display()))?;
+        let out = std::fs::File::create(log).map_err(|e| format!("{}: {e}", log.display()))?;
+        let err = out.try_clone().map_err(|e| e.to_string())?;
+        let mut command = Command::new("java");
+        command
+            .arg("-Xmx256m")
+            .arg(format!("-Dconfig.file={}", config_path.display()))
+            .arg("-cp")
+            .arg(format!("{}/*", tools::elasticmq_lib().display()))
+            .arg("org.elasticmq.server.Main")
+            .stdin(Stdio::null())
+            .stdout(out)
+            .stderr(err);
+        let guard = Guard::spawn("ElasticMQ", &mut command)?;
+        wait_for_port(port, Duration::from_secs(60))
+            .map_err(|e| format!("ElasticMQ: {e}; see {}", log.display()))?;
+        Ok(Self { guard, port })
+    }
+
+    /// `http://127.0.0.1:PORT`.
+    pub fn endpoint(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.guard.pid()
+    }
+
+    /// A client for this server: static local credentials, no SDK retries.
+    pub fn client(&self) -> Client {
+        client(&self.endpoint())
+    }
+}
+
+/// An SQS client for a local endpoint.
+pub fn client(endpoint: &str) -> Client {
+    let config = aws_sdk_sqs::Config::builder()
+        .behavior_version(BehaviorVersion::latest())
+        .region(Region::new(REGION))
+        .endpoint_url(endpoint)
+        .credentials_provider(Credentials::new(
+            ACCESS_KEY, ACCESS_KEY, None, None, "local",
+        ))
+        .retry_config(RetryConfig::disabled())
+        .build();
+    Client::from_conf(config)
+}
+
+/// A queue of the local stack.
+#[derive(Debug, Clone)]
+pub struct LocalQueue {
+    /// What the template declares (the visibility timeout after overrides).
+    pub spec: Queue,
+    /// Its URL.
+    pub url: String,
+    /// Its ARN.
+    pub arn: String,
+}
+
+/// Create every `AWS::SQS::Queue` of the template, dead-letter queues first.
+/// `visibility_timeout_s`, if given, replaces every queue's visibility timeout:
+/// local runs use a short one so that failed messages come back (and reach the
+/// dead-letter queue) in seconds rather than minutes.
+pub async fn create_queues(
+    template: &Template,
+    client: &Client,
+    visibility_timeout_s: Option<u32>,
+) -> Result<Vec<LocalQueue>, String> {
+    let mut created: Vec<LocalQueue> = Vec::new();
+    for mut spec in template.queues()? {
+        if let Some(seconds) = visibility_timeout_s {
+            spec.visibility_timeout_s = seconds;
+        }
+        let mut request = client.create_queue().queue_name(spec.name()).attributes(
+            QueueAttributeName::VisibilityTimeout,
+            spec.visibility_timeout_s.to_string(),
+        );
+        if spec.fifo {
+            request = request.attributes(QueueAttributeName::FifoQueue, "true");
+        }
+        if spec.content_based_deduplication {
+            request = request.attributes(QueueAttributeName::ContentBasedDeduplication, "true");
+        }
+        if let Some(redrive) = &spec.redrive {
+            let target = created
+                .iter()
+                .find(|q| q.spec.logical_id == redrive.dead_letter_queue)
+                .ok_or_else(|| {
+                    format!(
+                        "{}: dead-letter queue {} is not an SQS queue of the template",
+                        spec.logical_id, redrive.dead_letter_queue
+                    )
+                })?;
+            let policy = serde_json::json!({
+                "deadLetterTargetArn": target.arn,
+                "maxReceiveCount": redrive.max_receive_count.to_string(),
+            });
+            request = request.attributes(QueueAttributeName::RedrivePolicy, policy.to_string());
+        }
+        let url = request
+            .send()
+            .await
+            .map_err(|e| format!("create queue {}: {}", spec.name(), error_text(&e)))?
+            .queue_url
+            .ok_or_else(|| format!("create queue {}: no URL", spec.name()))?;
+        let arn = client
+            .get_queue_attributes()
+            .queue_url(&url)
+            .attribute_names(QueueAttributeName::QueueArn)
+            .send()
+            .await
+            .map_err(|e| format!("queue {} ARN: {}", spec.name(), error_text(&e)))?
+            .attributes
+            .and_then(|mut a| a.remove(&QueueAttributeName::QueueArn))
+            .ok_or_else(|| format!("queue {}: no ARN", spec.name()))?;
+        created.push(LocalQueue { spec, url, arn });
+    }
+    Ok(created)
+}
+
+/// Messages in a queue: visible, in flight (received, not deleted), delayed.
+pub async fn depth(client: &Client, url: &str) -> Result<u64, String> {
+    let attributes = client
+        .get_queue_attributes()
+        .queue_url(url)
+        .attribute_names(QueueAttributeName::ApproximateNumberOfMessages)
+        .attribute_names(QueueAttributeName::ApproximateNumberOfMessagesNotVisible)
+        .attribute_names(QueueAttributeName::ApproximateNumberOfMessagesDelayed)
+        .send()
+        .await
+        .map_err(|e| format!("queue depth of {url}: {}", error_text(&e)))?
+        .attributes
+        .unwrap_or_default();
+    Ok(attributes
+        .values()
+        .filter_map(|v| v.parse::<u64>().ok())
+        .sum())
+}
+
+/// Send `bodies` to the queue at `url`, ten per call. A FIFO queue gets each
+/// message in group `group` (deduplication by content, as the template sets).
+pub async fn send(
+    client: &Client,
+    queue: &LocalQueue,
+    bodies: &[String],
+    group: &str,
+) -> Result<(), String> {
+    for (chunk_index, chunk) in bodies.chunks(10).enumerate() {
+        let entries = chunk
+            .iter()
+            .enumerate()
+            .map(|(i, body)| {
+                let mut entry = SendMessageBatchRequestEntry::builder()
+                    .id(format!("m{chunk_index}-{i}"))
+                    .message_body(body);
+                if queue.spec.fifo {
+                    entry = entry.message_group_id(group);
+                }
+                entry.build().map_err(|e| e.to_string())
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let output = client
+            .send_message_batch()
+            .queue_url(&queue.url)
+            .set_entries(Some(entries))
+            .send()
+            .await
+            .map_err(|e| format!("send to {}: {}", queue.url, error_text(&e)))?;
+        if !output.failed.is_empty() {
+            return Err(format!("send to {}: {:?}", queue.url, output.failed));
+        }
+    }
+    Ok(())
+}
+
+/// Receive and delete every message now in the queue at `url`; their bodies.
+pub async fn take_all(client: &Client, url: &str) -> Result<Vec<String>, String> {
+    let mut bodies = Vec::new();
+    loop {
+        let messages = client
+            .receive_message()
+            .queue_url(url)
+            .max_number_of_messages(10)
+            .send()
+            .await
+            .map_err(|e| format!("receive from {url}: {}", error_text(&e)))?
+            .messages
+            .unwrap_or_default();
+        if messages.is_empty() {
+            return Ok(bodies);
+        }
+        for message in messages {
+            if let Some(handle) = message.receipt_handle() {
+                client
+                    .delete_message()
+                    .queue_url(url)
+                    .receipt_handle(handle)
+                    .send()
+                    .await
+                    .map_err(|e| format!("delete from {url}: {}", error_text(&e)))?;
+            }
+            bodies.push(message.body.unwrap_or_default());
+        }
+    }
+}
+
+/// An SDK error with its sources, for messages.
+pub fn error_text(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}

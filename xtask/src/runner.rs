@@ -1,0 +1,468 @@
+//! `cargo xtask run`: the whole application on this machine, without Docker.
+//!
+//! DynamoDB Local and ElasticMQ on free loopback ports, with the tables and
+//! queues `template.yaml` declares; each function's `sam build` output under
+//! the runtime interface emulator with the memory, timeout and environment the
+//! template declares (only the AWS endpoints point at the local servers); the
+//! local event source mapping between the order queue and the order processor.
+//! Then the demonstration: the sample orders go through the queue, the
+//! password samples through the hasher, and the Arrow worker reports on what
+//! was stored. Everything started is stopped on return, error or Ctrl-C.
+
+use crate::dynamodb_local::{self, ACCESS_KEY, DynamoDbLocal};
+use crate::elasticmq::{self, ElasticMq, LocalQueue};
+use crate::emulator::Emulator;
+use crate::event_source::EventSource;
+use crate::template::{SqsSource, Template};
+use crate::{process, tools};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// What `cargo xtask run` was asked for.
+#[derive(Debug, Clone, Copy)]
+pub struct Options {
+    /// Leave everything running (and the queue polled) until Ctrl-C.
+    pub keep: bool,
+    /// Visibility timeout of every local queue, in seconds: short, so that a
+    /// failed message comes back, and reaches the dead-letter queue, within
+    /// the demonstration instead of after the template's minutes.
+    pub visibility_timeout_s: u32,
+}
+
+/// Default [`Options::visibility_timeout_s`].
+pub const DEFAULT_VISIBILITY_TIMEOUT_S: u32 = 2;
+
+/// What the demonstration saw.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Summary {
+    /// Order messages sent to the queue.
+    pub orders_sent: usize,
+    /// Orders in the orders table afterwards.
+    pub orders_stored: u64,
+    /// Messages in the dead-letter queue afterwards.
+    pub dead_lettered: u64,
+    /// Sample events that were not answered as expected.
+    pub failures: Vec<String>,
+}
+
+/// The running local stack.
+struct Stack {
+    dynamodb: DynamoDbLocal,
+    elasticmq: ElasticMq,
+    queues: Vec<LocalQueue>,
+    functions: Vec<(String, Emulator)>,
+    logs: PathBuf,
+}
+
+impl Stack {
+    fn function(&self, binary: &str) -> Result<&Emulator, String> {
+        self.functions
+            .iter()
+            .find(|(name, _)| name == binary)
+            .map(|(_, emulator)| emulator)
+            .ok_or_else(|| format!("no function {binary} is running"))
+    }
+
+    fn queue(&self, logical_id: &str) -> Result<&LocalQueue, String> {
+        self.queues
+            .iter()
+            .find(|q| q.spec.logical_id == logical_id)
+            .ok_or_else(|| format!("no queue {logical_id}"))
+    }
+}
+
+/// Run the application from the function binaries in `build_dir`
+/// (`<LogicalId>/bootstrap`, the layout of `sam build`), every server's and
+/// function's output in `logs`.
+pub fn run(options: Options, build_dir: &Path, logs: &Path) -> Result<Summary, String> {
+    process::stop_all_on_interrupt()?;
+    let root = crate::workspace_root();
+    let template = Template::load(&root.join("template.yaml"))?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    let stack = start(&template, options, build_dir, logs, &runtime)?;
+    let mut summary = Summary::default();
+    let source = template
+        .sqs_sources()?
+        .into_iter()
+        .next()
+        .ok_or("template.yaml has no SQS event")?;
+    runtime.block_on(orders(&stack, &source, options, &mut summary))?;
+    let failures = &mut summary.failures;
+    invoke_samples(&stack, "password-hasher", "2. Passwords", failures)?;
+    invoke_samples(
+        &stack,
+        "arrow-worker",
+        "3. Reports on the stored orders",
+        failures,
+    )?;
+
+    println!("\nCold starts (init duration under the emulator):");
+    for (name, emulator) in &stack.functions {
+        match emulator.init_duration_ms() {
+            Some(ms) => println!("  {name}: {ms:.1} ms"),
+            None => println!("  {name}: not reported"),
+        }
+    }
+    println!("Logs: {}", relative(&stack.logs));
+    if options.keep {
+        keep_running(&stack, &source, &runtime)?;
+    }
+    if summary.failures.is_empty() {
+        println!("\nAll sample events answered as expected; stopping everything.");
+    }
+    Ok(summary)
+}
+
+fn start(
+    template: &Template,
+    options: Options,
+    build_dir: &Path,
+    logs: &Path,
+    runtime: &tokio::runtime::Runtime,
+) -> Result<Stack, String> {
+    std::fs::create_dir_all(logs).map_err(|e| format!("{}: {e}", logs.display()))?;
+    let rie = tools::emulator()?;
+    let dynamodb = DynamoDbLocal::start(&logs.join("dynamodb-local.log"))?;
+    let elasticmq = ElasticMq::start(&logs.join("elasticmq.log"))?;
+    let tables = runtime.block_on(dynamodb_local::create_tables(template, &dynamodb.client()))?;
+    let queues = runtime.block_on(elasticmq::create_queues(
+        template,
+        &elasticmq.client(),
+        Some(options.visibility_timeout_s),
+    ))?;
+    println!("Local stack, all on 127.0.0.1, stopped on exit or Ctrl-C:");
+    println!(
+        "  DynamoDB Local  {}  tables: {}",
+        dynamodb.endpoint(),
+        tables.join(", ")
+    );
+    let names: Vec<String> = queues.iter().map(|q| q.spec.name()).collect();
+    println!(
+        "  ElasticMQ       {}  queues: {} (visibility timeout {} s here; the template's in AWS)",
+        elasticmq.endpoint(),
+        names.join(", "),
+        options.visibility_timeout_s
+    );
+    let (dynamodb_url, sqs_url) = (dynamodb.endpoint(), elasticmq.endpoint());
+    let env = [
+        ("AWS_ENDPOINT_URL_DYNAMODB", dynamodb_url.as_str()),
+        ("AWS_ENDPOINT_URL_SQS", sqs_url.as_str()),
+        ("AWS_ACCESS_KEY_ID", ACCESS_KEY),
+        ("AWS_SECRET_ACCESS_KEY", ACCESS_KEY),
+    ];
+    let mut functions = Vec::new();
+    for function in template.functions()? {
+        let bootstrap = build_dir.join(&function.logical_id).join("bootstrap");
+        let log = logs.join(format!("{}.log", function.binary));
+        let emulator = Emulator::start(&rie, &bootstrap, &function, &env, &log)?;
+        println!(
+            "  {} ({} MB, {} s): {}",
+            function.logical_id,
+            function.memory_mb,
+            function.timeout_s,
+            emulator.url()
+        );
+        functions.push((function.binary, emulator));
+    }
+    Ok(Stack {
+        dynamodb,
+        elasticmq,
+        queues,
+        functions,
+        logs: logs.to_path_buf(),
+    })
+}
+
+/// Every order body of `events/order-processor/` through the queue and the
+/// local event source mapping; where each ended up.
+async fn orders(
+    stack: &Stack,
+    source: &SqsSource,
+    options: Options,
+    summary: &mut Summary,
+) -> Result<(), String> {
+    let mut bodies = Vec::new();
+    for (_, event) in samples(&source.function)? {
+        let records = event["Records"].as_array().cloned().unwrap_or_default();
+        bodies.extend(
+            records
+                .iter()
+                .filter_map(|r| r["body"].as_str().map(str::to_owned)),
+        );
+    }
+    let queue = stack.queue(&source.queue)?;
+    let sqs = stack.elasticmq.client();
+    println!(
+        "\n1. Orders: {} message bodies from events/{}/ sent to {}",
+        bodies.len(),
+        source.function,
+        queue.spec.name()
+    );
+    elasticmq::send(&sqs, queue, &bodies, "orders").await?;
+    summary.orders_sent = bodies.len();
+    let emulator = stack.function(&source.function)?;
+    let redrive = queue.spec.redrive.clone();
+    let receives = redrive.as_ref().map_or(1, |r| r.max_receive_count);
+    // Every failing message is received maxReceiveCount times, one
+    // visibility timeout apart.
+    let bound = Duration::from_secs(
+        60 + u64::from(receives + 1) * u64::from(options.visibility_timeout_s + 1),
+    );
+    let totals = EventSource::new(&sqs, queue, source)
+        .drain(Instant::now() + bound, &|event| emulator.invoke(event))
+        .await?;
+    println!(
+        "   local event source mapping (batch size {}, window {} s): {} invocations, {} deliveries, {} deleted, {} left for retry",
+        source.batch_size,
+        source.batching_window_s,
+        totals.invocations,
+        totals.delivered,
+        totals.deleted,
+        totals.returned
+    );
+    let stored = count_items(&stack.dynamodb.client(), "OrdersTable").await?;
+    println!("   OrdersTable holds {stored} orders");
+    summary.orders_stored = stored;
+    if let Some(redrive) = redrive {
+        let dlq = stack.queue(&redrive.dead_letter_queue)?;
+        let dead = elasticmq::depth(&sqs, &dlq.url).await?;
+        summary.dead_lettered = dead;
+        println!(
+            "   {} holds {dead} messages (each failed {} deliveries); why, from the function's log:",
+            dlq.spec.name(),
+            redrive.max_receive_count
+        );
+        for (class, reason) in failure_reasons(&emulator.logs()) {
+            println!("     {class}: {reason}");
+        }
+    }
+    if totals.whole_batch_failures > 0 {
+        summary.failures.push(format!(
+            "{} order batches failed as a whole",
+            totals.whole_batch_failures
+        ));
+    }
+    Ok(())
+}
+
+/// The distinct (class, reason) pairs of the order processor's
+/// `record failed` log lines (they never carry the body).
+fn failure_reasons(logs: &str) -> Vec<(String, String)> {
+    let mut reasons: Vec<(String, String)> = logs
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .filter(|line| line["message"] == "record failed")
+        .map(|line| {
+            let field = |key: &str| line[key].as_str().unwrap_or("?").to_owned();
+            (field("class"), field("reason"))
+        })
+        .collect();
+    reasons.sort();
+    reasons.dedup();
+    reasons
+}
+
+/// Invoke `function` with each of its sample events and print what came back.
+fn invoke_samples(
+    stack: &Stack,
+    function: &str,
+    title: &str,
+    failures: &mut Vec<String>,
+) -> Result<(), String> {
+    let emulator = stack.function(function)?;
+    println!("\n{title}: events/{function}/");
+    for (file, event) in samples(function)? {
+        let answer = emulator.invoke(&event.to_string())?;
+        let body = answer.json().unwrap_or(Value::Null);
+        // A Function URL answer wraps the JSON in an HTTP response.
+        let inner = body["body"]
+            .as_str()
+            .and_then(|b| serde_json::from_str::<Value>(b).ok())
+            .unwrap_or_else(|| body.clone());
+        let summary = match inner.get("errorType") {
+            Some(kind) => {
+                failures.push(format!("{function} {file}: {kind}"));
+                format!("ERROR {kind}: {}", inner["errorMessage"])
+            }
+            None => summarize(&inner),
+        };
+        println!("   {file}: {summary}");
+    }
+    Ok(())
+}
+
+/// One line about an answer of the hasher or the Arrow worker.
+fn summarize(answer: &Value) -> String {
+    let mut parts = Vec::new();
+    if let Some(hashes) = answer["hashes"].as_array() {
+        parts.push(format!("bcrypt hashes: {}", hashes.len()));
+    }
+    if let Some(results) = answer["results"].as_array() {
+        let verdicts: Vec<String> = results
+            .iter()
+            .map(|r| match (&r["valid"], &r["error"]) {
+                (Value::Bool(true), _) => "valid".to_owned(),
+                (Value::Bool(false), _) => "invalid".to_owned(),
+                (_, Value::String(e)) => format!("error ({e})"),
+                _ => r.to_string(),
+            })
+            .collect();
+        parts.push(format!("verified: {}", verdicts.join(", ")));
+    }
+    if let Some(rows) = answer.get("rows") {
+        parts.push(format!(
+            "{} of {} orders matched",
+            rows["matched"], rows["scanned"]
+        ));
+        let skipped: u64 = rows["skipped"]
+            .as_object()
+            .into_iter()
+            .flatten()
+            .filter_map(|(_, n)| n.as_u64())
+            .sum();
+        if skipped > 0 {
+            parts.push(format!(
+                "{skipped} malformed items skipped ({})",
+                rows["skipped"]
+            ));
+        }
+    }
+    if let Some(groups) = answer["groups"].as_array() {
+        let shown: Vec<String> = groups
+            .iter()
+            .take(4)
+            .map(|g| {
+                format!(
+                    "{} {}x {} cents",
+                    g["key"].as_str().unwrap_or("?"),
+                    g["count"],
+                    g["total_cents"]["sum"]
+                )
+            })
+            .collect();
+        let more = groups.len().saturating_sub(shown.len());
+        let tail = if more > 0 {
+            format!(" and {more} more")
+        } else {
+            String::new()
+        };
+        parts.push(format!("groups: {}{tail}", shown.join("; ")));
+    }
+    if let Some(id) = answer["report_id"].as_str() {
+        parts.push(format!("stored as {id}"));
+    }
+    if let Some(workers) = answer.get("workers") {
+        parts.push(format!("{workers} workers"));
+    }
+    let duration = answer
+        .get("duration_ms")
+        .or_else(|| answer.get("run").and_then(|r| r.get("duration_ms")));
+    if let Some(ms) = duration.and_then(Value::as_f64) {
+        parts.push(format!("{ms:.1} ms"));
+    }
+    if parts.is_empty() {
+        answer.to_string().chars().take(200).collect()
+    } else {
+        parts.join(", ")
+    }
+}
+
+/// Keep everything up, the queue polled, until Ctrl-C.
+fn keep_running(
+    stack: &Stack,
+    source: &SqsSource,
+    runtime: &tokio::runtime::Runtime,
+) -> Result<(), String> {
+    let queue = stack.queue(&source.queue)?;
+    let sqs = stack.elasticmq.client();
+    let emulator = stack.function(&source.function)?;
+    println!("\nEverything keeps running; the order queue is polled. Try:");
+    println!(
+        "  curl -s -d @events/password-hasher/hash.json {}",
+        stack.function("password-hasher")?.url()
+    );
+    println!(
+        "  curl -s -d @events/arrow-worker/report-by-customer.json {}",
+        stack.function("arrow-worker")?.url()
+    );
+    println!(
+        "  aws --endpoint-url {} sqs send-message --queue-url {} --message-body file://order.json",
+        stack.elasticmq.endpoint(),
+        queue.url
+    );
+    println!(
+        "  aws --endpoint-url {} dynamodb scan --table-name OrdersTable",
+        stack.dynamodb.endpoint()
+    );
+    println!("(any access key works locally) Press Ctrl-C to stop everything.");
+    let mapping = EventSource::new(&sqs, queue, source);
+    loop {
+        let delivery = runtime
+            .block_on(mapping.poll_once(Duration::from_secs(5), &|event| emulator.invoke(event)))?;
+        if delivery.received > 0 {
+            println!(
+                "  {}: {} received, {} deleted, {} left for retry",
+                queue.spec.name(),
+                delivery.received,
+                delivery.deleted,
+                delivery.returned
+            );
+        }
+    }
+}
+
+/// `events/<function>/*.json`, sorted: (file name, event).
+fn samples(function: &str) -> Result<Vec<(String, Value)>, String> {
+    let dir = crate::workspace_root().join("events").join(function);
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .map_err(|e| format!("{}: {e}", dir.display()))?
+        .filter_map(Result::ok)
+        .map(|entry| entry.path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "json"))
+        .collect();
+    files.sort();
+    files
+        .into_iter()
+        .map(|path| {
+            let text =
+                std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+            let event =
+                serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+            let name = path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            Ok((name, event))
+        })
+        .collect()
+}
+
+/// Items in a local table.
+async fn count_items(client: &aws_sdk_dynamodb::Client, table: &str) -> Result<u64, String> {
+    let mut total = 0;
+    let mut pages = client
+        .scan()
+        .table_name(table)
+        .select(aws_sdk_dynamodb::types::Select::Count)
+        .into_paginator()
+        .send();
+    while let Some(page) = pages.next().await {
+        let count = page
+            .map_err(|e| format!("scan {table}: {}", elasticmq::error_text(&e)))?
+            .count();
+        total += u64::try_from(count).unwrap_or(0);
+    }
+    Ok(total)
+}
+
+fn relative(path: &Path) -> String {
+    let root = crate::workspace_root();
+    path.strip_prefix(&root)
+        .unwrap_or(path)
+        .display()
+        .to_string()
+}
