@@ -4,7 +4,7 @@
 //! drop, also when a test fails.
 
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use xtask::emulator::Emulator;
 pub use xtask::emulator::init_duration_ms;
@@ -14,24 +14,33 @@ pub use xtask::workspace_root;
 /// The binaries of the three functions, as named in `template.yaml`.
 pub const FUNCTIONS: [&str; 3] = ["order-processor", "password-hasher", "arrow-worker"];
 
-static BUILD_LOCK: Mutex<()> = Mutex::new(());
-
-/// Build `name` (a debug build: the suite tests behaviour, not speed) and
-/// return the binary's path. Cheap when it is up to date.
+/// The debug build of function `name` (the suite tests behaviour, not speed).
+///
+/// Built once per test process by `cargo test --workspace --no-run`: the very
+/// command of the suite, so the binaries come with the same features as every
+/// other test target and nothing is compiled twice (a `cargo build -p NAME`
+/// would resolve features for NAME alone and rebuild much of the dependency
+/// tree). Cheap when everything is up to date; after `cargo test -p e2e` alone,
+/// the first call compiles the rest of the workspace's tests once.
 pub fn binary(name: &str) -> PathBuf {
-    let _serial = BUILD_LOCK
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    static BUILT: OnceLock<()> = OnceLock::new();
     let root = workspace_root();
-    let status = std::process::Command::new(env!("CARGO"))
-        .current_dir(&root)
-        .args(["build", "--quiet", "--package", name, "--bin", name])
-        .status()
-        .unwrap_or_else(|e| panic!("cargo build {name}: {e}"));
-    assert!(status.success(), "cargo build {name}: {status}");
+    BUILT.get_or_init(|| {
+        let status = std::process::Command::new(env!("CARGO"))
+            .current_dir(&root)
+            .args(["test", "--workspace", "--no-run", "--quiet"])
+            .status()
+            .unwrap_or_else(|e| panic!("cargo test --no-run: {e}"));
+        assert!(
+            status.success(),
+            "cargo test --workspace --no-run: {status}"
+        );
+    });
     let target =
         std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from);
-    target.join("debug").join(name)
+    let path = target.join("debug").join(name);
+    assert!(path.is_file(), "no binary {}", path.display());
+    path
 }
 
 /// The function declared in `template.yaml` with this binary.
