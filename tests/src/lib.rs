@@ -67,22 +67,7 @@ pub fn start(name: &str, env: &[(&str, &str)]) -> Emulator {
 
 /// The sample events of a function: every file in `events/<name>/`.
 pub fn events(name: &str) -> Vec<(PathBuf, String)> {
-    let dir = workspace_root().join("events").join(name);
-    let mut files: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .filter_map(Result::ok)
-        .map(|entry| entry.path())
-        .filter(|path| path.extension().is_some_and(|ext| ext == "json"))
-        .collect();
-    files.sort();
-    files
-        .into_iter()
-        .map(|path| {
-            let text = std::fs::read_to_string(&path)
-                .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-            (path, text)
-        })
-        .collect()
+    xtask::sample_events(name).unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// The JSON log lines among `logs` (the function's own lines under
@@ -177,13 +162,10 @@ impl LocalDynamoDb {
             .unwrap_or_else(|e| panic!("{e}"));
         let env = vec![
             ("AWS_ENDPOINT_URL_DYNAMODB", server.endpoint()),
-            (
-                "AWS_ACCESS_KEY_ID",
-                xtask::dynamodb_local::ACCESS_KEY.to_owned(),
-            ),
+            ("AWS_ACCESS_KEY_ID", xtask::local_aws::ACCESS_KEY.to_owned()),
             (
                 "AWS_SECRET_ACCESS_KEY",
-                xtask::dynamodb_local::ACCESS_KEY.to_owned(),
+                xtask::local_aws::ACCESS_KEY.to_owned(),
             ),
         ];
         Self { server, env }

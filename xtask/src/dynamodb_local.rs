@@ -5,8 +5,6 @@ use crate::process::{Guard, free_port, wait_for_port};
 use crate::template::Template;
 use crate::tools;
 use aws_sdk_dynamodb::Client;
-use aws_sdk_dynamodb::config::retry::RetryConfig;
-use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
 use aws_sdk_dynamodb::types::{
     AttributeDefinition, BillingMode, KeySchemaElement, KeyType, ScalarAttributeType,
 };
@@ -14,11 +12,6 @@ use serde_norway::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
-
-/// Region and credentials the local stack uses (DynamoDB Local accepts any).
-pub const REGION: &str = "us-east-1";
-/// Access key for local servers (alphanumeric, as DynamoDB Local requires).
-pub const ACCESS_KEY: &str = "local";
 
 /// A running DynamoDB Local.
 #[derive(Debug)]
@@ -98,16 +91,7 @@ impl DynamoDbLocal {
 
 /// A DynamoDB client for a local endpoint.
 pub fn client(endpoint: &str) -> Client {
-    let config = aws_sdk_dynamodb::Config::builder()
-        .behavior_version(BehaviorVersion::latest())
-        .region(Region::new(REGION))
-        .endpoint_url(endpoint)
-        .credentials_provider(Credentials::new(
-            ACCESS_KEY, ACCESS_KEY, None, None, "local",
-        ))
-        .retry_config(RetryConfig::disabled())
-        .build();
-    Client::from_conf(config)
+    Client::new(&crate::local_aws::sdk_config(endpoint))
 }
 
 /// Create every `AWS::DynamoDB::Table` of the template, named by logical id.

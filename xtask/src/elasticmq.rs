@@ -2,13 +2,11 @@
 //! queues created from `template.yaml` (redrive policies included), stopped on
 //! drop.
 
-use crate::dynamodb_local::{ACCESS_KEY, REGION};
+use crate::local_aws::REGION;
 use crate::process::{Guard, free_port, wait_for_port};
 use crate::template::{Queue, Template};
 use crate::tools;
 use aws_sdk_sqs::Client;
-use aws_sdk_sqs::config::retry::RetryConfig;
-use aws_sdk_sqs::config::{BehaviorVersion, Credentials, Region};
 use aws_sdk_sqs::types::{QueueAttributeName, SendMessageBatchRequestEntry};
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -79,16 +77,7 @@ aws {{ region = "{REGION}", accountId = "{ACCOUNT_ID}" }}
 
 /// An SQS client for a local endpoint.
 pub fn client(endpoint: &str) -> Client {
-    let config = aws_sdk_sqs::Config::builder()
-        .behavior_version(BehaviorVersion::latest())
-        .region(Region::new(REGION))
-        .endpoint_url(endpoint)
-        .credentials_provider(Credentials::new(
-            ACCESS_KEY, ACCESS_KEY, None, None, "local",
-        ))
-        .retry_config(RetryConfig::disabled())
-        .build();
-    Client::from_conf(config)
+    Client::new(&crate::local_aws::sdk_config(endpoint))
 }
 
 /// A queue of the local stack.

@@ -66,8 +66,8 @@ impl Emulator {
                 spec.memory_mb.to_string(),
             )
             .env("AWS_LAMBDA_FUNCTION_TIMEOUT", spec.timeout_s.to_string())
-            .env("AWS_REGION", "us-east-1")
-            .env("AWS_DEFAULT_REGION", "us-east-1")
+            .env("AWS_REGION", crate::local_aws::REGION)
+            .env("AWS_DEFAULT_REGION", crate::local_aws::REGION)
             // Local runs never reach AWS: no instance-metadata lookups for
             // credentials, and every AWS service not pointed elsewhere goes to
             // a closed loopback port (fails at once).

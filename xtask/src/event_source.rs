@@ -6,9 +6,9 @@
 //! after `maxReceiveCount` receives the queue's redrive policy moves them to
 //! the dead-letter queue, as in AWS.
 
-use crate::dynamodb_local::REGION;
 use crate::elasticmq::{LocalQueue, depth, error_text};
 use crate::emulator::Invocation;
+use crate::local_aws::REGION;
 use crate::template::SqsSource;
 use aws_sdk_sqs::Client;
 use aws_sdk_sqs::types::{DeleteMessageBatchRequestEntry, Message, MessageSystemAttributeName};

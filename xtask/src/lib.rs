@@ -6,6 +6,7 @@ pub mod dynamodb_local;
 pub mod elasticmq;
 pub mod emulator;
 pub mod event_source;
+pub mod local_aws;
 pub mod process;
 pub mod runner;
 pub mod scaffold;
@@ -13,6 +14,27 @@ pub mod template;
 pub mod tools;
 
 use std::path::PathBuf;
+
+/// The sample events of `function`: every `events/<function>/*.json`, sorted,
+/// with its text.
+pub fn sample_events(function: &str) -> Result<Vec<(PathBuf, String)>, String> {
+    let dir = workspace_root().join("events").join(function);
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .map_err(|e| format!("{}: {e}", dir.display()))?
+        .filter_map(Result::ok)
+        .map(|entry| entry.path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "json"))
+        .collect();
+    files.sort();
+    files
+        .into_iter()
+        .map(|path| {
+            let text =
+                std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+            Ok((path, text))
+        })
+        .collect()
+}
 
 /// The workspace root (where `template.yaml` lives).
 pub fn workspace_root() -> PathBuf {

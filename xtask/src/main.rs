@@ -56,7 +56,7 @@ fn sam_with(args: &[&str], env: &[(&str, &str)]) -> Result<(), String> {
             .args(args)
             .env("PATH", tools::path_with_venv())
             .env("SAM_CLI_TELEMETRY", "0")
-            .env("AWS_DEFAULT_REGION", "us-east-1")
+            .env("AWS_DEFAULT_REGION", xtask::local_aws::REGION)
             .envs(env.iter().copied()),
     )
 }

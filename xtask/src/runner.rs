@@ -9,10 +9,11 @@
 //! password samples through the hasher, and the Arrow worker reports on what
 //! was stored. Everything started is stopped on return, error or Ctrl-C.
 
-use crate::dynamodb_local::{self, ACCESS_KEY, DynamoDbLocal};
+use crate::dynamodb_local::{self, DynamoDbLocal};
 use crate::elasticmq::{self, ElasticMq, LocalQueue};
 use crate::emulator::Emulator;
 use crate::event_source::EventSource;
+use crate::local_aws::ACCESS_KEY;
 use crate::template::{SqsSource, Template};
 use crate::{process, tools};
 use serde_json::Value;
@@ -417,19 +418,9 @@ fn keep_running(
 
 /// `events/<function>/*.json`, sorted: (file name, event).
 fn samples(function: &str) -> Result<Vec<(String, Value)>, String> {
-    let dir = crate::workspace_root().join("events").join(function);
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .map_err(|e| format!("{}: {e}", dir.display()))?
-        .filter_map(Result::ok)
-        .map(|entry| entry.path())
-        .filter(|path| path.extension().is_some_and(|ext| ext == "json"))
-        .collect();
-    files.sort();
-    files
+    crate::sample_events(function)?
         .into_iter()
-        .map(|path| {
-            let text =
-                std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        .map(|(path, text)| {
             let event =
                 serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
             let name = path

@@ -1,0 +1,26 @@
+//! What every local stand-in for AWS shares: the region, the credentials, and
+//! SDK settings that point a client at a loopback endpoint.
+
+use aws_config::retry::RetryConfig;
+use aws_config::{BehaviorVersion, Region, SdkConfig};
+use aws_sdk_dynamodb::config::{Credentials, SharedCredentialsProvider};
+
+/// The region of the local stack (local servers accept any).
+pub const REGION: &str = "us-east-1";
+/// Access key and secret for local servers (alphanumeric, as DynamoDB Local requires).
+pub const ACCESS_KEY: &str = "local";
+
+/// SDK settings for a local server at `endpoint`: static local credentials, no
+/// SDK retries (a test sees every failure). Any service's client takes them
+/// (`Client::new(&sdk_config(endpoint))`).
+pub fn sdk_config(endpoint: &str) -> SdkConfig {
+    SdkConfig::builder()
+        .behavior_version(BehaviorVersion::latest())
+        .region(Region::new(REGION))
+        .endpoint_url(endpoint)
+        .credentials_provider(SharedCredentialsProvider::new(Credentials::new(
+            ACCESS_KEY, ACCESS_KEY, None, None, "local",
+        )))
+        .retry_config(RetryConfig::disabled())
+        .build()
+}
