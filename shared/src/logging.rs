@@ -83,6 +83,14 @@ pub struct AlreadyInitialised(String);
 /// The runtime logs every raw event at TRACE level under this target; events
 /// may carry secrets (the password hasher's do), so those lines are always dropped.
 const RAW_EVENT_TARGET: &str = "lambda_runtime::layers::api_response";
+/// The AWS SDK logs whole requests and responses (stored items) at TRACE level
+/// under targets starting with this: dropped too, for the same reason.
+const SDK_EXCHANGE_TARGETS: &str = "aws_smithy_runtime::client::orchestrator";
+
+/// Whether a TRACE line of `target` could carry an event or stored data.
+fn carries_data(target: &str) -> bool {
+    target == RAW_EVENT_TARGET || target.starts_with(SDK_EXCHANGE_TARGETS)
+}
 
 /// Install the global subscriber. A second call returns an error, never panics.
 pub fn init(settings: &Settings) -> Result<(), AlreadyInitialised> {
@@ -90,7 +98,7 @@ pub fn init(settings: &Settings) -> Result<(), AlreadyInitialised> {
     // fall back to `info` rather than panic.
     let levels = EnvFilter::try_new(&settings.filter).unwrap_or_else(|_| EnvFilter::new("info"));
     let no_raw_events =
-        filter_fn(|meta| !(meta.target() == RAW_EVENT_TARGET && *meta.level() == Level::TRACE));
+        filter_fn(|meta| !(*meta.level() == Level::TRACE && carries_data(meta.target())));
     let layer = match settings.format {
         Format::Json => fmt::layer()
             .json()
@@ -115,6 +123,17 @@ pub fn init(settings: &Settings) -> Result<(), AlreadyInitialised> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn trace_lines_of_events_and_sdk_exchanges_are_the_ones_dropped() {
+        assert!(carries_data("lambda_runtime::layers::api_response"));
+        assert!(carries_data("aws_smithy_runtime::client::orchestrator"));
+        assert!(carries_data(
+            "aws_smithy_runtime::client::orchestrator::http"
+        ));
+        assert!(!carries_data("order_processor::handler"));
+        assert!(!carries_data("aws_smithy_runtime::client::retries"));
+    }
 
     #[test]
     fn defaults_are_text_and_info() {

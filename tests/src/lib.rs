@@ -141,6 +141,44 @@ pub fn expected_hashes(range: std::ops::Range<u64>) -> std::collections::BTreeMa
         .collect()
 }
 
+/// Bodies the order processor must refuse, six per round, each for another
+/// reason (a wrong total, an unknown currency, an unknown field, no items,
+/// truncated JSON, a body over the 64 KiB limit), all distinct (at most 100
+/// rounds).
+pub fn invalid_bodies(rounds: u64) -> Vec<String> {
+    use serde_json::Value;
+    assert!(
+        rounds <= 100,
+        "at most 100 rounds of distinct invalid bodies"
+    );
+    let tampered = |n: u64, change: &dyn Fn(&mut Value)| {
+        let mut order: Value = serde_json::from_str(&order_processor::sample::body(n))
+            .unwrap_or_else(|e| panic!("sample {n}: {e}"));
+        change(&mut order);
+        order.to_string()
+    };
+    let mut bodies = Vec::new();
+    for n in 0..rounds {
+        let id = 10_000 + n;
+        bodies.push(tampered(id, &|o| o["total_cents"] = Value::from(1)));
+        bodies.push(tampered(id + 100, &|o| o["currency"] = Value::from("euro")));
+        bodies.push(tampered(id + 200, &|o| o["surprise"] = Value::from(true)));
+        bodies.push(tampered(id + 300, &|o| {
+            o["items"] = Value::from(Vec::<Value>::new())
+        }));
+        bodies.push(format!("{{\"order_id\": \"ord-{id}\", "));
+        bodies.push(format!("{} {}", " ".repeat(70 * 1024), n));
+    }
+    for body in &bodies {
+        assert!(
+            order_processor::order::parse(body).is_err(),
+            "meant to be invalid: {}",
+            &body[..body.len().min(80)]
+        );
+    }
+    bodies
+}
+
 /// DynamoDB Local with the template's tables, and the environment that points a
 /// function at it (as `sam local invoke` users do with `AWS_ENDPOINT_URL_*`).
 pub struct LocalDynamoDb {
@@ -150,11 +188,31 @@ pub struct LocalDynamoDb {
 }
 
 impl LocalDynamoDb {
-    /// Start DynamoDB Local and create the template's tables.
+    /// Start an in-memory DynamoDB Local and create the template's tables.
     pub async fn start() -> Self {
         let server =
             xtask::dynamodb_local::DynamoDbLocal::start(&scratch("dynamodb").with_extension("log"))
                 .unwrap_or_else(|e| panic!("{e}"));
+        Self::with_tables(server).await
+    }
+
+    /// Start DynamoDB Local on a free port with its database in the folder
+    /// `db_path` (created if missing), so that a server killed and started
+    /// again on the same port and path finds every item written before.
+    pub async fn start_persistent(db_path: &Path) -> Self {
+        std::fs::create_dir_all(db_path).unwrap_or_else(|e| panic!("{}: {e}", db_path.display()));
+        let port = xtask::process::free_port().unwrap_or_else(|e| panic!("free port: {e}"));
+        let server = xtask::dynamodb_local::DynamoDbLocal::start_on(
+            port,
+            Some(db_path),
+            &scratch("dynamodb").with_extension("log"),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        Self::with_tables(server).await
+    }
+
+    /// Create the template's tables on `server`.
+    async fn with_tables(server: xtask::dynamodb_local::DynamoDbLocal) -> Self {
         let template = Template::load(&workspace_root().join("template.yaml"))
             .unwrap_or_else(|e| panic!("{e}"));
         xtask::dynamodb_local::create_tables(&template, &server.client())
@@ -216,4 +274,45 @@ impl LocalQueues {
             .find(|q| q.spec.logical_id == logical_id)
             .unwrap_or_else(|| panic!("no queue {logical_id}"))
     }
+}
+
+/// POST `body`, any bytes (`Emulator::invoke` sends text), to the emulator's
+/// invoke URL: the HTTP status and the answer's body.
+pub fn invoke_bytes(emulator: &Emulator, body: &[u8]) -> (u16, String) {
+    use std::io::{Read, Write};
+    let url = emulator.url();
+    let rest = url
+        .strip_prefix("http://")
+        .unwrap_or_else(|| panic!("not an http URL: {url}"));
+    let (host, path) = rest
+        .split_once('/')
+        .unwrap_or_else(|| panic!("no path: {url}"));
+    let mut stream =
+        std::net::TcpStream::connect(host).unwrap_or_else(|e| panic!("connect {host}: {e}"));
+    stream
+        .set_read_timeout(Some(std::time::Duration::from_secs(300)))
+        .unwrap_or_else(|e| panic!("read timeout: {e}"));
+    // HTTP/1.0: the answer ends when the server closes (no chunked encoding).
+    let head = format!(
+        "POST /{path} HTTP/1.0\r\nHost: {host}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    );
+    stream
+        .write_all(head.as_bytes())
+        .and_then(|()| stream.write_all(body))
+        .unwrap_or_else(|e| panic!("send to {url}: {e}"));
+    let mut answer = Vec::new();
+    stream
+        .read_to_end(&mut answer)
+        .unwrap_or_else(|e| panic!("read from {url}: {e}"));
+    let answer = String::from_utf8_lossy(&answer);
+    let (head, body) = answer
+        .split_once("\r\n\r\n")
+        .unwrap_or_else(|| panic!("not an HTTP answer: {answer}"));
+    let status = head
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no status: {head}"));
+    (status, body.to_owned())
 }

@@ -3,8 +3,7 @@
 //! interface emulator, DynamoDB Local. Every queue, table, batch size and
 //! redrive policy comes from `template.yaml`.
 
-use e2e::{LocalDynamoDb, LocalQueues, expected_hashes, start, stored_hashes};
-use serde_json::Value;
+use e2e::{LocalDynamoDb, LocalQueues, expected_hashes, invalid_bodies, start, stored_hashes};
 use std::time::{Duration, Instant};
 use xtask::elasticmq::{depth, send, take_all};
 use xtask::event_source::EventSource;
@@ -12,36 +11,6 @@ use xtask::template::Template;
 
 const VALID: u64 = 450;
 const DUPLICATES: u64 = 20;
-
-/// 30 bodies the order processor must refuse, each for another reason.
-fn invalid_bodies() -> Vec<String> {
-    let tampered = |n: u64, change: &dyn Fn(&mut Value)| {
-        let mut order: Value =
-            serde_json::from_str(&order_processor::sample::body(n)).expect("sample JSON");
-        change(&mut order);
-        order.to_string()
-    };
-    let mut bodies = Vec::new();
-    for n in 0..5 {
-        let id = 10_000 + n;
-        bodies.push(tampered(id, &|o| o["total_cents"] = Value::from(1)));
-        bodies.push(tampered(id + 100, &|o| o["currency"] = Value::from("euro")));
-        bodies.push(tampered(id + 200, &|o| o["surprise"] = Value::from(true)));
-        bodies.push(tampered(id + 300, &|o| {
-            o["items"] = Value::from(Vec::<Value>::new())
-        }));
-        bodies.push(format!("{{\"order_id\": \"ord-{id}\", "));
-        bodies.push(format!("{} {}", " ".repeat(70 * 1024), n));
-    }
-    for body in &bodies {
-        assert!(
-            order_processor::order::parse(body).is_err(),
-            "meant to be invalid: {}",
-            &body[..body.len().min(80)]
-        );
-    }
-    bodies
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn five_hundred_orders_end_with_the_valid_ones_stored_and_the_invalid_dead_lettered() {
@@ -59,7 +28,7 @@ async fn five_hundred_orders_end_with_the_valid_ones_stored_and_the_invalid_dead
     let redrive = orders.spec.redrive.clone().expect("a redrive policy");
     let dead_letters = queues.queue(&redrive.dead_letter_queue);
 
-    let invalid = invalid_bodies();
+    let invalid = invalid_bodies(5);
     let mut bodies: Vec<String> = (0..VALID).map(order_processor::sample::body).collect();
     bodies.extend((0..DUPLICATES).map(|n| order_processor::sample::body(n * 7)));
     bodies.extend(invalid.iter().cloned());

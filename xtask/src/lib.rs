@@ -2,13 +2,17 @@
 //! tool versions and their installation, and the local stand-ins for AWS
 //! (the Lambda runtime interface emulator) started on loopback ports.
 
+pub mod checkov;
 pub mod dynamodb_local;
 pub mod elasticmq;
 pub mod emulator;
 pub mod event_source;
+pub mod lab;
+pub mod least_privilege;
 pub mod local_aws;
 pub mod process;
 pub mod runner;
+pub mod sam;
 pub mod scaffold;
 pub mod template;
 pub mod tools;
@@ -34,6 +38,14 @@ pub fn sample_events(function: &str) -> Result<Vec<(PathBuf, String)>, String> {
             Ok((path, text))
         })
         .collect()
+}
+
+/// `cargo`, the one running this command if any, in the workspace root.
+pub fn cargo() -> std::process::Command {
+    let mut command =
+        std::process::Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    command.current_dir(workspace_root());
+    command
 }
 
 /// The workspace root (where `template.yaml` lives).

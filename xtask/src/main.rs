@@ -9,12 +9,15 @@
 //! - `build-arm64`  cross-build the three functions for Graviton (zig)
 //! - `check-init`  start a project with `sam init` from the template zip
 //!   (`xtask::scaffold`) and run its unit tests
+//! - `lab [--quick]`  the performance lab (`xtask::lab`): `BENCHMARKS.md` and
+//!   its plots; `--quick` is the suite's small run that checks properties only
 
 use std::process::{Command, ExitCode};
 use std::time::Instant;
-use xtask::{runner, scaffold, tools, workspace_root};
+use xtask::sam::{sam, sam_with};
+use xtask::{cargo, lab, runner, scaffold, tools, workspace_root};
 
-const USAGE: &str = "usage: cargo xtask <tools | test | run [--keep] [--visibility-timeout SECONDS] | build-arm64 | check-init>";
+const USAGE: &str = "usage: cargo xtask <tools | test | run [--keep] [--visibility-timeout SECONDS] | build-arm64 | check-init | lab [--quick]>";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -23,7 +26,9 @@ fn main() -> ExitCode {
         ["tools"] => tools::install(),
         ["test"] => test(),
         ["run", flags @ ..] => run_options(flags).and_then(run),
-        ["build-arm64"] => build_arm64(),
+        ["build-arm64"] => xtask::sam::build_arm64(),
+        ["lab"] => lab::run(lab::Scale::Full, &xtask::sam::release_builds),
+        ["lab", "--quick"] => lab::run(lab::Scale::Quick, &|| Ok(())),
         ["check-init"] => check_init(),
         _ => Err(USAGE.to_owned()),
     };
@@ -34,31 +39,6 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
-}
-
-/// `cargo`, the one running this command if any.
-fn cargo() -> Command {
-    let mut command = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
-    command.current_dir(workspace_root());
-    command
-}
-
-/// Run `sam` from the venv, offline-friendly: no telemetry, a default region.
-fn sam(args: &[&str]) -> Result<(), String> {
-    sam_with(args, &[])
-}
-
-/// [`sam`] with extra environment variables.
-fn sam_with(args: &[&str], env: &[(&str, &str)]) -> Result<(), String> {
-    tools::run(
-        Command::new(tools::venv_bin().join("sam"))
-            .current_dir(workspace_root())
-            .args(args)
-            .env("PATH", tools::path_with_venv())
-            .env("SAM_CLI_TELEMETRY", "0")
-            .env("AWS_DEFAULT_REGION", xtask::local_aws::REGION)
-            .envs(env.iter().copied()),
-    )
 }
 
 /// Run `command` and require that it fails with `message` in its output.
@@ -103,6 +83,10 @@ fn test() -> Result<(), String> {
         (
             "cargo test (unit, integration, end-to-end)",
             Box::new(|| tools::run(cargo().args(["test", "--workspace"]))),
+        ),
+        (
+            "performance lab, quick (properties only)",
+            Box::new(|| lab::run(lab::Scale::Quick, &|| Ok(()))),
         ),
     ];
     for feature in ["jemalloc", "snmalloc", "system"] {
@@ -191,7 +175,7 @@ fn run(options: runner::Options) -> Result<(), String> {
     let root = workspace_root();
     let summary = runner::run(
         options,
-        &root.join(".aws-sam").join("build"),
+        &root.join(xtask::sam::X86_64_BUILD_DIR),
         &root.join("target").join("local-logs"),
     )?;
     if summary.failures.is_empty() {
@@ -226,45 +210,6 @@ fn run_options(flags: &[&str]) -> Result<runner::Options, String> {
         }
     }
     Ok(options)
-}
-
-/// Cross-build the three functions for Graviton with `sam build` (cargo-lambda
-/// links with zig, which its PyPI package brings), then check that every
-/// `bootstrap` is an arm64 Linux executable.
-fn build_arm64() -> Result<(), String> {
-    const BUILD_DIR: &str = ".aws-sam/build-arm64";
-    tools::install()?;
-    tools::run(Command::new("rustup").args(["target", "add", "aarch64-unknown-linux-gnu"]))?;
-    sam(&[
-        "build",
-        "--build-dir",
-        BUILD_DIR,
-        "--parameter-overrides",
-        "Architecture=arm64",
-    ])?;
-    let template = xtask::template::Template::load(&workspace_root().join("template.yaml"))?;
-    for function in template.functions()? {
-        let bootstrap = workspace_root()
-            .join(BUILD_DIR)
-            .join(&function.logical_id)
-            .join("bootstrap");
-        let bytes =
-            std::fs::read(&bootstrap).map_err(|e| format!("{}: {e}", bootstrap.display()))?;
-        // ELF magic, then e_machine (little-endian u16 at offset 18): 183 is AArch64.
-        let machine = bytes.get(18..20).map(|m| u16::from_le_bytes([m[0], m[1]]));
-        if !bytes.starts_with(b"\x7fELF") || machine != Some(183) {
-            return Err(format!(
-                "{} is not an arm64 ELF executable (e_machine {machine:?})",
-                bootstrap.display()
-            ));
-        }
-        println!(
-            "{}: arm64 ELF, {:.1} MiB",
-            bootstrap.display(),
-            bytes.len() as f64 / (1 << 20) as f64
-        );
-    }
-    Ok(())
 }
 
 /// Start a project from this repository as a user would: build the template zip

@@ -89,8 +89,9 @@ impl Template {
                     ("LogFormat", "AWS_LAMBDA_LOG_FORMAT"),
                     ("ApplicationLogLevel", "AWS_LAMBDA_LOG_LEVEL"),
                 ] {
-                    if let Some(value) = prop("LoggingConfig")
-                        .and_then(|c| c.get(key))
+                    // SAM merges maps from `Globals` key by key.
+                    if let Some(value) = logging_setting(props, key)
+                        .or_else(|| logging_setting(globals, key))
                         .and_then(|v| self.scalar(v))
                     {
                         env.push((variable.to_owned(), value));
@@ -402,6 +403,13 @@ fn number(value: &Value) -> Option<u32> {
         Value::String(s) => s.parse().ok(),
         _ => None,
     }
+}
+
+/// `LoggingConfig.<key>` of a function's properties or of `Globals.Function`.
+fn logging_setting<'a>(scope: Option<&'a Value>, key: &str) -> Option<&'a Value> {
+    scope
+        .and_then(|s| s.get("LoggingConfig"))
+        .and_then(|c| c.get(key))
 }
 
 #[cfg(test)]

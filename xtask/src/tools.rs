@@ -12,6 +12,9 @@ use std::process::Command;
 pub const SAM_CLI_VERSION: &str = "1.170.0";
 /// cargo-lambda (PyPI): the builder `sam build` runs for `rust-cargolambda`.
 pub const CARGO_LAMBDA_VERSION: &str = "1.9.2";
+/// checkov (PyPI): policy checks of `template.yaml`, in a venv of its own (its
+/// dependencies are not aws-sam-cli's).
+pub const CHECKOV_VERSION: &str = "3.3.30";
 /// DynamoDB Local (Maven Central, `com.amazonaws:DynamoDBLocal`).
 pub const DYNAMODB_LOCAL_VERSION: &str = "2.6.1";
 /// ElasticMQ, an SQS-compatible server (Maven Central,
@@ -31,6 +34,11 @@ pub fn venv() -> PathBuf {
 /// The venv's `bin/` folder; put it first on `PATH` for `sam` and `cargo lambda`.
 pub fn venv_bin() -> PathBuf {
     venv().join("bin")
+}
+
+/// The venv holding checkov.
+pub fn checkov_venv() -> PathBuf {
+    dir().join("checkov-venv")
 }
 
 /// Where DynamoDB Local's jars are copied.
@@ -112,8 +120,8 @@ pub fn install() -> Result<(), String> {
     Ok(())
 }
 
-fn installed_pip_version(package: &str) -> Option<String> {
-    let output = Command::new(venv_bin().join("pip"))
+fn installed_pip_version(venv: &Path, package: &str) -> Option<String> {
+    let output = Command::new(venv.join("bin").join("pip"))
         .args(["show", "--disable-pip-version-check", package])
         .output()
         .ok()?;
@@ -123,25 +131,35 @@ fn installed_pip_version(package: &str) -> Option<String> {
 }
 
 fn install_venv() -> Result<(), String> {
-    let wanted = [
-        ("aws-sam-cli", SAM_CLI_VERSION),
-        ("cargo-lambda", CARGO_LAMBDA_VERSION),
-    ];
+    pip_install(
+        &venv(),
+        &[
+            ("aws-sam-cli", SAM_CLI_VERSION),
+            ("cargo-lambda", CARGO_LAMBDA_VERSION),
+        ],
+    )?;
+    pip_install(&checkov_venv(), &[("checkov", CHECKOV_VERSION)])
+}
+
+/// Make `venv` hold exactly the `wanted` versions (creating it if needed).
+fn pip_install(venv: &Path, wanted: &[(&str, &str)]) -> Result<(), String> {
     if wanted
         .iter()
-        .all(|(package, version)| installed_pip_version(package).as_deref() == Some(version))
+        .all(|(package, version)| installed_pip_version(venv, package).as_deref() == Some(version))
     {
         return Ok(());
     }
-    if !venv_bin().join("pip").is_file() {
-        eprintln!("tools: creating {}", venv().display());
-        run(Command::new("python3").arg("-m").arg("venv").arg(venv()))?;
+    let pip = venv.join("bin").join("pip");
+    if !pip.is_file() {
+        eprintln!("tools: creating {}", venv.display());
+        run(Command::new("python3").arg("-m").arg("venv").arg(venv))?;
     }
-    eprintln!(
-        "tools: installing aws-sam-cli {SAM_CLI_VERSION} and cargo-lambda {CARGO_LAMBDA_VERSION} (about a minute)"
-    );
-    let specs = wanted.map(|(package, version)| format!("{package}=={version}"));
-    run(Command::new(venv_bin().join("pip"))
+    let specs: Vec<String> = wanted
+        .iter()
+        .map(|(package, version)| format!("{package}=={version}"))
+        .collect();
+    eprintln!("tools: installing {} (a minute or two)", specs.join(", "));
+    run(Command::new(pip)
         .args(["install", "--quiet", "--disable-pip-version-check"])
         .args(specs))
 }

@@ -11,6 +11,7 @@
 //! default) and with 4 KiB pages only.
 //! The goal: with pre-warming the first invocation takes at most 1.2x steady.
 
+use arrow_worker::trial::ArenaPrewarm;
 use std::process::Command;
 use std::time::Duration;
 
@@ -32,7 +33,12 @@ const VARIANTS: [(&str, usize, bool); 3] = [
 ];
 
 fn child(variant: usize) {
-    let (_, arena, code) = VARIANTS[variant];
+    let (_, bytes, code) = VARIANTS[variant];
+    let arena = if bytes > 0 {
+        ArenaPrewarm::Shipped(bytes)
+    } else {
+        ArenaPrewarm::Off
+    };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .build()
         .expect("runtime");

@@ -15,6 +15,8 @@ use std::time::{Duration, Instant};
 
 /// Largest report item body: DynamoDB items hold at most 400 KB.
 pub const MAX_REPORT_BYTES: usize = 350_000;
+/// Largest answer: Lambda's limit on a synchronous response (6 MB).
+pub const MAX_ANSWER_BYTES: usize = 6 * 1024 * 1024;
 
 /// Why a request failed; the variant is the error type the caller sees.
 #[derive(Debug, thiserror::Error)]
@@ -34,6 +36,11 @@ pub enum Failure {
     /// The Rayon job did not return.
     #[error(transparent)]
     Pool(#[from] shared::pool::JobError),
+    /// The answer, as JSON, is larger than Lambda can return.
+    #[error(
+        "the answer is {0} bytes, more than Lambda's response limit ({MAX_ANSWER_BYTES}): set a lower query.limit, a coarser group_by or more segments"
+    )]
+    AnswerTooLarge(usize),
 }
 
 impl Failure {
@@ -43,6 +50,7 @@ impl Failure {
             Failure::Scan(ScanError::TooManyRows(_)) => "TooManyRows",
             Failure::Scan(ScanError::Store(_)) | Failure::Report(_) => "DynamoDBError",
             Failure::Aggregate(_) | Failure::Pool(_) => "AggregationFailed",
+            Failure::AnswerTooLarge(_) => "AnswerTooLarge",
         }
     }
 }
@@ -114,6 +122,14 @@ impl<S: Store> Worker<S> {
         })?;
         if let (Some(id), Some(fields)) = (report_id, body.as_object_mut()) {
             fields.insert("report_id".into(), Value::String(id));
+        }
+        // Group keys and numbers vary in length (a merge's come from the
+        // caller): measure, rather than let Lambda refuse the response.
+        let bytes = serde_json::to_vec(&body).map_or(usize::MAX, |text| text.len());
+        if bytes > MAX_ANSWER_BYTES {
+            let failure = Failure::AnswerTooLarge(bytes);
+            tracing::warn!(error_type = failure.error_type(), error = %failure, "request failed");
+            return Err(failure.into());
         }
         Ok(body)
     }

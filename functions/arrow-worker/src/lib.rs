@@ -11,6 +11,8 @@ pub mod answer;
 pub mod columns;
 pub mod config;
 pub mod dynamodb;
+#[doc(hidden)]
+pub mod fuzz_checks;
 pub mod handler;
 pub mod merge;
 pub mod request;

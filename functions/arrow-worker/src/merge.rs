@@ -3,7 +3,7 @@
 //! already aggregated.
 
 use crate::answer::{Answer, Group, Rows, Stats};
-use crate::request::BadRequest;
+use crate::request::{BadRequest, quoted};
 use std::collections::BTreeMap;
 use std::collections::btree_map::Entry;
 
@@ -12,8 +12,12 @@ fn bad(message: impl Into<String>) -> BadRequest {
 }
 
 fn add(a: u64, b: u64, key: &str) -> Result<u64, BadRequest> {
-    a.checked_add(b)
-        .ok_or_else(|| bad(format!("the sums of group {key:?} overflow 64 bits")))
+    a.checked_add(b).ok_or_else(|| {
+        bad(format!(
+            "the sums of group {} overflow 64 bits",
+            quoted(key)
+        ))
+    })
 }
 
 fn combine(a: &Stats, b: &Stats, count: u64, key: &str) -> Result<Stats, BadRequest> {

@@ -15,8 +15,9 @@ use std::fmt;
 use time::format_description::well_known::Rfc3339;
 use time::{Date, OffsetDateTime};
 
-/// Most groups one answer carries: about 200 bytes each, well inside Lambda's
-/// 6 MB response limit.
+/// Most groups one answer carries: about 200 bytes each, 4 MB in all; the
+/// longest keys and numbers can pass Lambda's 6 MB response limit, which the
+/// handler checks (`AnswerTooLarge`).
 pub const MAX_LIMIT: u32 = 20_000;
 /// Groups in a final answer when the query sets no `limit`.
 pub const DEFAULT_LIMIT: u32 = 1_000;
@@ -105,11 +106,28 @@ fn bad(message: impl Into<String>) -> BadRequest {
     BadRequest(message.into())
 }
 
+/// Most characters of the decoder's reason in an error (serde quotes an
+/// offending value whole, and a payload may be megabytes).
+const MAX_REASON_CHARS: usize = 200;
+/// Most characters of a caller's value quoted in an error.
+const MAX_QUOTED_CHARS: usize = 32;
+
+/// `value` for an error message: quoted, at most [`MAX_QUOTED_CHARS`] characters.
+pub(crate) fn quoted(value: &str) -> String {
+    let mut chars = value.chars();
+    let head: String = chars.by_ref().take(MAX_QUOTED_CHARS).collect();
+    match chars.next() {
+        None => format!("{head:?}"),
+        Some(_) => format!("{head:?}... ({} bytes)", value.len()),
+    }
+}
+
 /// Parse a request from the invocation payload.
 pub fn parse(payload: serde_json::Value) -> Result<Request, BadRequest> {
     serde_json::from_value(payload).map_err(|e| {
+        let reason: String = e.to_string().chars().take(MAX_REASON_CHARS).collect();
         bad(format!(
-            "not a valid request: {e} (expected {{\"operation\": \"aggregate\" | \"merge\" | \"daily_report\", ...}})"
+            "not a valid request: {reason} (expected {{\"operation\": \"aggregate\" | \"merge\" | \"daily_report\", ...}})"
         ))
     })
 }
@@ -133,11 +151,12 @@ impl Window {
 fn timestamp_ms(field: &str, value: &str) -> Result<i64, BadRequest> {
     let at = OffsetDateTime::parse(value, &Rfc3339).map_err(|e| {
         bad(format!(
-            "query.{field} {value:?} is not an RFC 3339 time (2026-11-20T09:15:00Z): {e}"
+            "query.{field} {} is not an RFC 3339 time (2026-11-20T09:15:00Z): {e}",
+            quoted(value)
         ))
     })?;
     i64::try_from(at.unix_timestamp_nanos() / 1_000_000)
-        .map_err(|_| bad(format!("query.{field} {value:?} is out of range")))
+        .map_err(|_| bad(format!("query.{field} {} is out of range", quoted(value))))
 }
 
 impl Query {
@@ -204,8 +223,12 @@ pub fn segment(
 pub fn day_window(day: Option<&str>, now: OffsetDateTime) -> Result<(Date, Query), BadRequest> {
     let format = time::macros::format_description!("[year]-[month]-[day]");
     let date = match day {
-        Some(text) => Date::parse(text, &format)
-            .map_err(|e| bad(format!("day {text:?} is not a date like 2026-11-21: {e}")))?,
+        Some(text) => Date::parse(text, &format).map_err(|e| {
+            bad(format!(
+                "day {} is not a date like 2026-11-21: {e}",
+                quoted(text)
+            ))
+        })?,
         None => now
             .date()
             .previous_day()
@@ -261,6 +284,33 @@ mod tests {
             let e = parse(payload.clone()).expect_err(&payload.to_string());
             assert!(e.0.starts_with("not a valid request"), "{e}");
         }
+    }
+
+    #[test]
+    fn errors_quote_at_most_a_short_part_of_a_value() {
+        let long = "x".repeat(1 << 20);
+        for payload in [
+            json!({"operation": long}),
+            json!({"operation": "aggregate", "query": {"group_by": long}}),
+        ] {
+            let e = parse(payload).expect_err("unknown variant");
+            assert!(e.0.len() < 400, "{} bytes", e.0.len());
+        }
+        let query = Query {
+            group_by: GroupBy::Day,
+            from: Some(long.clone()),
+            to: None,
+            limit: None,
+        };
+        let e = query.window().expect_err("not a time");
+        assert!(
+            e.0.contains("\"xxx") && e.0.contains("(1048576 bytes)"),
+            "{e}"
+        );
+        assert!(e.0.len() < 400, "{} bytes", e.0.len());
+        let now = OffsetDateTime::from_unix_timestamp(0).unwrap();
+        assert!(day_window(Some(&long), now).unwrap_err().0.len() < 400);
+        assert_eq!(quoted("2026-02-30"), "\"2026-02-30\"");
     }
 
     #[test]

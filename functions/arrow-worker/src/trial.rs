@@ -20,6 +20,19 @@ pub struct Round {
     pub minor_faults: u64,
 }
 
+/// How a trial pre-warms the arena before its first invocation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ArenaPrewarm {
+    /// No pre-warm.
+    Off,
+    /// As the function does it: `shared::arena::start` (which refuses
+    /// allocators that do not keep the pre-faulted pages).
+    Shipped(usize),
+    /// Pre-fault on a background thread even where `arena::start` refuses:
+    /// to measure what pre-warming would give with other allocators.
+    Forced(usize),
+}
+
 /// A trial's results.
 #[derive(Debug, Clone)]
 pub struct Trial {
@@ -30,11 +43,11 @@ pub struct Trial {
 }
 
 /// Cold start as the function does it with `MEMORY_RETURN=keep` (pre-warming
-/// `arena_bytes` unless 0, and running the pipeline once on a few orders if
+/// as `arena` says, and running the pipeline once on a few orders if
 /// `warm_code`), then `rounds` invocations grouping `rows` orders by customer.
 pub async fn run(
     rows: usize,
-    arena_bytes: usize,
+    arena: ArenaPrewarm,
     warm_code: bool,
     rounds: usize,
 ) -> Result<Trial, String> {
@@ -43,21 +56,25 @@ pub async fn run(
     // they do not use up the pre-warmed pages (a real scan holds one page).
     let items = sample::items(rows, (rows as u64 / 8).max(1), 7);
     shared::pool::build_global(1).map_err(|e| e.to_string())?;
-    let prewarm = (arena_bytes > 0)
-        .then(|| arena::start(arena_bytes, Policy::Keep))
-        .transpose()
-        .map_err(|e| e.to_string())?;
     let env = [("TABLE_NAME", "orders"), ("REPORTS_TABLE", "reports")];
     let config = Config::from_env(&env).map_err(|e| e.to_string())?;
     // The first invocation arrives after init; the worker waits for an
     // unfinished pre-warm itself, but the trial measures the invocation alone.
-    let prewarm_took = match &prewarm {
-        Some(p) => Some(
-            p.wait(Duration::from_secs(120))
-                .ok_or("the pre-warm did not finish in 120 s")?
-                .took,
-        ),
-        None => None,
+    let (prewarm, prewarm_took) = match arena {
+        ArenaPrewarm::Off => (None, None),
+        ArenaPrewarm::Shipped(bytes) => {
+            let started = arena::start(bytes, Policy::Keep).map_err(|e| e.to_string())?;
+            let report = started
+                .wait(Duration::from_secs(120))
+                .ok_or("the pre-warm did not finish in 120 s")?;
+            (Some(started), Some(report.took))
+        }
+        ArenaPrewarm::Forced(bytes) => {
+            let report = std::thread::spawn(move || arena::prefault(bytes))
+                .join()
+                .map_err(|_| "the pre-warm thread panicked")?;
+            (None, Some(report.took))
+        }
     };
     let worker = Worker::new(MemoryStore::new(items, 1_000), config, 1, prewarm);
     if warm_code {

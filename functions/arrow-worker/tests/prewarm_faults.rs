@@ -3,6 +3,7 @@
 //! Each variant runs in a fresh child process (this test binary, re-run with
 //! `TRIAL_CHILD` set), so neither inherits the other's heap.
 
+use arrow_worker::trial::ArenaPrewarm;
 use std::process::Command;
 
 const ROWS: usize = 100_000;
@@ -13,8 +14,13 @@ async fn child_variant() {
     let Ok(variant) = std::env::var("TRIAL_CHILD") else {
         return; // Only meaningful when run by `prewarm_removes_most_first_invocation_faults`.
     };
-    let arena = if variant == "prewarm" { ARENA } else { 0 };
-    let trial = arrow_worker::trial::run(ROWS, arena, arena > 0, 2)
+    let prewarm = variant == "prewarm";
+    let arena = if prewarm {
+        ArenaPrewarm::Shipped(ARENA)
+    } else {
+        ArenaPrewarm::Off
+    };
+    let trial = arrow_worker::trial::run(ROWS, arena, prewarm, 2)
         .await
         .expect("trial");
     let faults: Vec<String> = trial

@@ -4,6 +4,8 @@
 pub mod cache;
 pub mod config;
 pub mod dynamodb;
+#[doc(hidden)]
+pub mod fuzz_checks;
 pub mod handler;
 pub mod order;
 pub mod retry;

@@ -118,6 +118,11 @@ pub fn parse(body: &str) -> Result<ValidOrder, Invalid> {
     if body.len() > MAX_BODY_BYTES {
         return Err(Invalid::TooLarge(body.len()));
     }
+    // serde would also read an order from an array of its fields in order:
+    // only the documented object form is an order.
+    if body.trim_start().starts_with('[') {
+        return Err(schema("an order is a JSON object, not an array"));
+    }
     let order: Order = serde_json::from_str(body).map_err(|e| {
         // serde's messages quote at most one offending value, never the body;
         // cut them anyway so a log line stays short.
@@ -143,7 +148,10 @@ pub fn validate(order: Order) -> Result<ValidOrder, Invalid> {
     let mut sum: u64 = 0;
     let mut total_quantity: u64 = 0;
     for (i, item) in order.items.iter().enumerate() {
-        check_id("sku", &item.sku).map_err(|e| schema(format!("items[{i}].{e}")))?;
+        check_id("sku", &item.sku).map_err(|e| match e {
+            Invalid::Schema(reason) => schema(format!("items[{i}].{reason}")),
+            other => other,
+        })?;
         if item.quantity == 0 || item.quantity > MAX_QUANTITY {
             return Err(schema(format!(
                 "items[{i}].quantity must be 1 to {MAX_QUANTITY}"

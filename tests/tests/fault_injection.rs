@@ -1,0 +1,980 @@
+//! Faults injected into the order path with real pieces: messages in
+//! ElasticMQ, the local event source mapping, the order-processor binary under
+//! the runtime interface emulator, DynamoDB Local. Queues, redrive policy,
+//! batch size and the function's settings come from `template.yaml`.
+//!
+//! - DynamoDB Local killed and restarted (same port, same database folder,
+//!   so nothing written before the kill is lost) in the middle of 5,000
+//!   messages;
+//! - a DynamoDB endpoint that accepts connections and never answers, with a
+//!   function timeout of two seconds;
+//! - bursts of DynamoDB throttling errors from a loopback proxy.
+//!
+//! A panic in one record is not injected here: nothing a client can send
+//! makes the real binary panic, and the binary has (deliberately) no test
+//! hook to make it. The handler's `catch_unwind` is covered by the unit tests
+//! `mixed_batch_acknowledges_exactly_the_stored_orders` and
+//! `fifo_panic_blocks_its_group` in `functions/order-processor/src/handler.rs`,
+//! whose store fake panics on a chosen order; the event source mapping's
+//! handling of `batchItemFailures` by those in `xtask/src/event_source.rs`.
+
+use e2e::{
+    LocalDynamoDb, LocalQueues, expected_hashes, invalid_bodies, json_lines, start, stored_hashes,
+};
+use order_processor::sample::body;
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::io::{BufRead, BufReader, Write};
+use std::net::{Ipv4Addr, TcpListener, TcpStream};
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+use xtask::dynamodb_local::DynamoDbLocal;
+use xtask::elasticmq::{LocalQueue, depth, send, take_all};
+use xtask::emulator::{Emulator, Invocation};
+use xtask::event_source::EventSource;
+use xtask::template::{SqsSource, Template};
+
+const TABLE: &str = "OrdersTable";
+
+// ------------------------------------------------------------------ scenarios
+
+/// Distinct valid orders, duplicates of some of them, invalid bodies: 5,000.
+const RUN_VALID: u64 = 4_700;
+const RUN_DUPLICATES: u64 = 240;
+const RUN_INVALID_ROUNDS: u64 = 10;
+/// DynamoDB Local is killed after this many invocations (about 1,500 messages).
+const KILL_AFTER_INVOCATIONS: usize = 150;
+/// How long it stays down before it is started again (plus the JVM's start).
+const DOWN_FOR: Duration = Duration::from_secs(3);
+/// The local visibility timeout. A valid message fails only while DynamoDB is
+/// down, and two deliveries of one message are at least this far apart (it
+/// stays invisible that long after each receive), so the template's
+/// `maxReceiveCount` (5) failed deliveries would need an outage of about
+/// 4 x 5 s, less one invocation's retries (at most 3.2 s): 17 s, against the
+/// 3 s here plus DynamoDB Local's restart. The figures are printed.
+const RUN_VISIBILITY_S: u32 = 5;
+
+/// 5,000 messages through the queue while DynamoDB Local is killed and
+/// restarted: every valid order stored once, exactly the invalid bodies
+/// dead-lettered, valid orders failed only during the outage.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dynamodb_killed_and_restarted_during_5000_messages_loses_and_duplicates_nothing() {
+    let began = Instant::now();
+    let template = template();
+    let source = order_source(&template);
+    let data = DataDir::new("dynamodb-restart");
+    let (dynamodb, queues) = servers(Some(data.0.clone()), RUN_VISIBILITY_S).await;
+    let (orders, dead_letters, receives) = order_queues(&queues, &source);
+    let servers_up = began.elapsed();
+
+    let valid: Vec<String> = (0..RUN_VALID)
+        .chain((0..RUN_DUPLICATES).map(|n| n * 7))
+        .map(body)
+        .collect();
+    let invalid = invalid_bodies(RUN_INVALID_ROUNDS);
+    // The invalid bodies among the first 1,000 messages: their five
+    // deliveries happen during the run, not after it.
+    let bodies = mixed(valid, &invalid, 1_000);
+    assert_eq!(bodies.len(), 5_000);
+    send_all(&queues, orders, &bodies).await;
+    let sent = began.elapsed();
+
+    let env: Vec<(String, String)> = dynamodb
+        .env()
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect();
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let emulator = start("order-processor", &env);
+    let ledger = Ledger::default();
+    let outage = Outage::after(
+        dynamodb.server,
+        Arc::clone(&ledger.invocations),
+        KILL_AFTER_INVOCATIONS,
+        DOWN_FOR,
+    );
+    let drain_began = Instant::now();
+    let totals = EventSource::new(&queues.client, orders, &source)
+        .drain(
+            Instant::now() + Duration::from_secs(300),
+            &ledger.invoke(&emulator),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{e}\n{}", emulator.logs()));
+    let drained_in = drain_began.elapsed();
+    let (server, window) = outage.finish();
+    let window = window.expect("DynamoDB Local was killed before the queue was drained");
+
+    let (during, outside) = ledger.valid_failures(window);
+    let outage_s = (window.up - window.down).as_secs_f64();
+    eprintln!(
+        "5,000 messages ({RUN_VALID} orders, {RUN_DUPLICATES} duplicates, {} invalid), \
+         visibility timeout {RUN_VISIBILITY_S} s: {totals:?}; servers up after {:.1} s, \
+         sent after {:.1} s, drained in {:.1} s; DynamoDB Local down {outage_s:.1} s \
+         (killed after {KILL_AFTER_INVOCATIONS} invocations, restarted after {DOWN_FOR:?} \
+         + its start); failed deliveries of valid orders: {during} in invocations \
+         overlapping the outage, {outside} outside it; most failed deliveries of one \
+         message: {} (dead-lettered at {receives})",
+        invalid.len(),
+        servers_up.as_secs_f64(),
+        sent.as_secs_f64(),
+        drained_in.as_secs_f64(),
+        ledger.most_failures_of_one_valid_message(),
+    );
+
+    assert_reconciled(
+        &server.client(),
+        &queues,
+        orders,
+        dead_letters,
+        0..RUN_VALID,
+        &invalid,
+    )
+    .await;
+    assert!(during > 0, "the outage failed no delivery: {totals:?}");
+    assert_eq!(
+        outside, 0,
+        "valid orders failed only while DynamoDB Local was down"
+    );
+    assert_eq!(totals.whole_batch_failures, 0, "{totals:?}");
+    assert_eq!(totals.deleted as u64, RUN_VALID + RUN_DUPLICATES);
+    assert_eq!(
+        ledger.invalid_failures(),
+        invalid.len() * receives,
+        "each invalid body failed maxReceiveCount deliveries"
+    );
+    assert_eq!(
+        totals.returned,
+        invalid.len() * receives + during,
+        "nothing else came back"
+    );
+    eprintln!("whole scenario: {:.1} s", began.elapsed().as_secs_f64());
+}
+
+/// The function timeout set in the emulator for the silent-DynamoDB scenario.
+const TIMEOUT_S: u32 = 2;
+
+/// A batch from the queue while DynamoDB accepts connections and never
+/// answers, with a 2 s function timeout: the handler gives up at its
+/// deadline (less its margin) and reports every record failed, so nothing is
+/// deleted. Then the same batch while the function is frozen: the emulator
+/// stops it at the timeout and answers `Task timed out`, which fails the
+/// whole batch; again nothing is deleted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dynamodb_that_never_answers_fails_every_record_before_the_function_timeout() {
+    let template = template();
+    let source = order_source(&template);
+    // Listening, never accepting: the kernel completes each connection and
+    // queues the request, so the function's client waits for an answer that
+    // never comes (no refusal, no reset).
+    let black_hole = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).expect("listener");
+    let endpoint = format!(
+        "http://{}",
+        black_hole.local_addr().expect("listener address")
+    );
+    let queues = LocalQueues::start(1).await;
+    let (orders, _, _) = order_queues(&queues, &source);
+    let garbage = "{not json".to_owned();
+    let bodies: Vec<String> = (0..9).map(body).chain([garbage.clone()]).collect();
+    send_all(&queues, orders, &bodies).await;
+    let timeout = TIMEOUT_S.to_string();
+    let emulator = start(
+        "order-processor",
+        &[
+            ("AWS_ENDPOINT_URL_DYNAMODB", endpoint.as_str()),
+            ("AWS_ACCESS_KEY_ID", xtask::local_aws::ACCESS_KEY),
+            ("AWS_SECRET_ACCESS_KEY", xtask::local_aws::ACCESS_KEY),
+            // Read by the emulator (and passed on to the function): it sets
+            // each invocation's deadline and stops a function that overruns.
+            ("AWS_LAMBDA_FUNCTION_TIMEOUT", &timeout),
+        ],
+    );
+    // The emulator counts a cold start against the timeout too: an init that
+    // overruns it (seen once on a loaded machine) is stopped like a frozen
+    // function below. Start the function with an empty batch, which needs no
+    // DynamoDB, so that what follows is the handler against its deadline.
+    let started = (0..3).any(|_| {
+        emulator.invoke(r#"{"Records":[]}"#).is_ok_and(|answer| {
+            answer
+                .json()
+                .is_ok_and(|json| json.get("errorType").is_none())
+        })
+    });
+    assert!(started, "no init within {TIMEOUT_S} s: {}", emulator.logs());
+
+    let mapping = EventSource::new(&queues.client, orders, &source);
+    let seen: Mutex<Vec<(Value, Invocation)>> = Mutex::default();
+    let invoke = |event: &str| {
+        let began = Instant::now();
+        let answer = emulator.invoke(event)?;
+        eprintln!(
+            "timeout {TIMEOUT_S} s, DynamoDB silent: answered in {:.2} s: {}",
+            began.elapsed().as_secs_f64(),
+            answer.body
+        );
+        let event = serde_json::from_str(event).map_err(|e| e.to_string())?;
+        lock(&seen).push((event, answer.clone()));
+        Ok(answer)
+    };
+
+    // The handler answers in time: every record failed, none deleted.
+    let delivery = mapping
+        .poll_once(Duration::from_secs(5), &invoke)
+        .await
+        .expect("poll");
+    assert!(delivery.received > 0, "{delivery:?}");
+    assert_eq!(delivery.deleted, 0, "{delivery:?}");
+    assert!(!delivery.whole_batch_failed, "{delivery:?}");
+    let (event, answer) = lock(&seen).pop().expect("an invocation");
+    let records: BTreeMap<String, String> = event["Records"]
+        .as_array()
+        .expect("records")
+        .iter()
+        .map(|r| {
+            let text = |key: &str| r[key].as_str().unwrap_or_default().to_owned();
+            (text("messageId"), text("body"))
+        })
+        .collect();
+    assert_eq!(
+        failed_ids(&answer.json().expect("a batch response")),
+        records.keys().cloned().collect::<BTreeSet<_>>(),
+        "every record reported failed"
+    );
+    // Each for its reason: the garbage is invalid, the orders timed out.
+    let logs = emulator.logs();
+    let classes: BTreeMap<String, String> = json_lines(&logs)
+        .iter()
+        .filter(|l| l["message"] == "record failed")
+        .map(|l| {
+            let text = |key: &str| l[key].as_str().unwrap_or_default().to_owned();
+            (text("message_id"), text("class"))
+        })
+        .collect();
+    let expected: BTreeMap<String, String> = records
+        .iter()
+        .map(|(id, body)| {
+            let class = if *body == garbage {
+                "invalid_json"
+            } else {
+                "timeout"
+            };
+            (id.clone(), class.to_owned())
+        })
+        .collect();
+    assert_eq!(classes, expected, "{logs}");
+    assert!(!logs.contains("Task timed out"), "{logs}");
+
+    // A frozen function (SIGSTOP): the emulator stops it at the timeout and
+    // answers something that is not a batch response: the whole batch fails.
+    let function = children(emulator.pid());
+    assert_eq!(function.len(), 1, "one function process: {function:?}");
+    signal(function[0], "STOP");
+    let delivery = mapping
+        .poll_once(Duration::from_secs(5), &invoke)
+        .await
+        .expect("poll");
+    assert!(delivery.received > 0, "{delivery:?}");
+    assert_eq!(delivery.deleted, 0, "{delivery:?}");
+    assert!(delivery.whole_batch_failed, "{delivery:?}");
+    let (_, answer) = lock(&seen).pop().expect("an invocation");
+    assert!(answer.body.contains("Task timed out"), "{}", answer.body);
+    assert_eq!(
+        depth(&queues.client, &orders.url).await.expect("depth"),
+        bodies.len() as u64,
+        "nothing was acknowledged"
+    );
+}
+
+/// The child processes of `pid` (Linux `/proc`).
+fn children(pid: u32) -> Vec<u32> {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .map(|tasks| {
+            tasks
+                .filter_map(Result::ok)
+                .flat_map(|task| {
+                    std::fs::read_to_string(task.path().join("children"))
+                        .unwrap_or_default()
+                        .split_whitespace()
+                        .filter_map(|c| c.parse().ok())
+                        .collect::<Vec<u32>>()
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Send `signal` (e.g. `STOP`) to the process `pid`.
+fn signal(pid: u32, signal: &str) {
+    let status = std::process::Command::new("kill")
+        .args([&format!("-{signal}"), &pid.to_string()])
+        .status()
+        .expect("kill");
+    assert!(status.success(), "kill -{signal} {pid}: {status}");
+}
+
+const THROTTLED_VALID: u64 = 300;
+const THROTTLED_DUPLICATES: u64 = 20;
+/// Of every `BURST_EVERY` requests reaching the proxy, the first `BURST_LENGTH`
+/// are answered with a throttling error.
+const BURST_EVERY: usize = 50;
+const BURST_LENGTH: usize = 20;
+/// Throttling answers one order gets at most. With 8 attempts per delivery
+/// (`Backoff::default()`), a delivery fails only after 8 throttled attempts:
+/// at most one failed delivery per order, never `maxReceiveCount` (5).
+const THROTTLES_PER_ORDER: usize = 10;
+
+/// A few hundred messages while a proxy throttles DynamoDB in bursts: the
+/// handler retries, and every valid order ends stored once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn throttling_bursts_are_retried_and_every_order_is_stored_once() {
+    let began = Instant::now();
+    let template = template();
+    let source = order_source(&template);
+    let (dynamodb, queues) = servers(None, 2).await;
+    let proxy = ThrottlingProxy::start(dynamodb.server.port());
+    let (orders, dead_letters, receives) = order_queues(&queues, &source);
+
+    let valid: Vec<String> = (0..THROTTLED_VALID)
+        .chain((0..THROTTLED_DUPLICATES).map(|n| n * 11))
+        .map(body)
+        .collect();
+    let invalid = invalid_bodies(1);
+    let bodies = mixed(valid, &invalid, 60);
+    send_all(&queues, orders, &bodies).await;
+
+    let endpoint = proxy.endpoint();
+    let emulator = start(
+        "order-processor",
+        &[
+            ("AWS_ENDPOINT_URL_DYNAMODB", endpoint.as_str()),
+            ("AWS_ACCESS_KEY_ID", xtask::local_aws::ACCESS_KEY),
+            ("AWS_SECRET_ACCESS_KEY", xtask::local_aws::ACCESS_KEY),
+        ],
+    );
+    let ledger = Ledger::default();
+    let drain_began = Instant::now();
+    let totals = EventSource::new(&queues.client, orders, &source)
+        .drain(
+            Instant::now() + Duration::from_secs(120),
+            &ledger.invoke(&emulator),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{e}\n{}", emulator.logs()));
+    let stats = &proxy.stats;
+    let provisioned = stats.provisioned.load(Ordering::SeqCst);
+    let throttling = stats.throttling.load(Ordering::SeqCst);
+    let failed_deliveries = totals.returned.saturating_sub(invalid.len() * receives);
+    let most = ledger.most_failures_of_one_valid_message();
+    eprintln!(
+        "{} messages through throttling bursts ({BURST_LENGTH} of every {BURST_EVERY} PutItems, \
+         at most {THROTTLES_PER_ORDER} per order): {totals:?}; PutItems: {} forwarded, \
+         {provisioned} ProvisionedThroughputExceededException, {throttling} ThrottlingException; \
+         retried within an invocation: {}; failed deliveries of valid orders: {failed_deliveries} \
+         (most for one message: {most}); drained in {:.1} s, {:.1} s in all",
+        bodies.len(),
+        stats.forwarded.load(Ordering::SeqCst),
+        (provisioned + throttling).saturating_sub(failed_deliveries),
+        drain_began.elapsed().as_secs_f64(),
+        began.elapsed().as_secs_f64(),
+    );
+
+    assert_reconciled(
+        &dynamodb.server.client(),
+        &queues,
+        orders,
+        dead_letters,
+        0..THROTTLED_VALID,
+        &invalid,
+    )
+    .await;
+    assert!(
+        provisioned > 0 && throttling > 0,
+        "both kinds of throttling were answered"
+    );
+    assert!(stats.forwarded.load(Ordering::SeqCst) >= THROTTLED_VALID as usize);
+    assert_eq!(totals.whole_batch_failures, 0, "{totals:?}");
+    assert_eq!(ledger.invalid_failures(), invalid.len() * receives);
+    assert_eq!(failed_deliveries, ledger.valid_failures_total());
+    let attempts = order_processor::retry::Backoff::default().max_attempts as usize;
+    assert!(
+        most <= THROTTLES_PER_ORDER / attempts,
+        "a delivery fails only after {attempts} throttled attempts (retried, not given up at once)"
+    );
+}
+
+// ---------------------------------------------------------------- shared setup
+
+fn template() -> Template {
+    Template::load(&e2e::workspace_root().join("template.yaml")).expect("template.yaml")
+}
+
+/// DynamoDB Local (its database in the folder `db_path`, else in memory) with
+/// the template's tables, and ElasticMQ with the template's queues (visibility
+/// timeout `visibility_timeout_s`), started side by side.
+async fn servers(
+    db_path: Option<PathBuf>,
+    visibility_timeout_s: u32,
+) -> (LocalDynamoDb, LocalQueues) {
+    let dynamodb = tokio::spawn(async move {
+        match db_path {
+            Some(path) => LocalDynamoDb::start_persistent(&path).await,
+            None => LocalDynamoDb::start().await,
+        }
+    });
+    let queues = tokio::spawn(LocalQueues::start(visibility_timeout_s));
+    let (dynamodb, queues) = tokio::join!(dynamodb, queues);
+    (
+        dynamodb.expect("DynamoDB Local"),
+        queues.expect("ElasticMQ"),
+    )
+}
+
+/// Send `bodies` to `queue`, a quarter of them on each of four connections.
+async fn send_all(queues: &LocalQueues, queue: &LocalQueue, bodies: &[String]) {
+    let quarter = bodies.len().div_ceil(4).max(1);
+    futures::future::try_join_all(
+        bodies
+            .chunks(quarter)
+            .map(|part| send(&queues.client, queue, part, "orders")),
+    )
+    .await
+    .expect("send");
+}
+
+/// A folder for DynamoDB Local's database, removed on drop. In `/dev/shm`
+/// where there is one: memory, so no disk sync per write (on disk, the
+/// 5,000-message drain took about a third longer), and still there when the
+/// server is killed; else under `target/e2e-logs/`.
+struct DataDir(PathBuf);
+
+impl DataDir {
+    fn new(what: &str) -> Self {
+        let scratch = e2e::scratch(what);
+        let shm = Path::new("/dev/shm");
+        match scratch.file_name() {
+            Some(name) if shm.is_dir() => Self(shm.join(name)),
+            _ => Self(scratch),
+        }
+    }
+}
+
+impl Drop for DataDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// The order processor's SQS event (the event source mapping SAM creates).
+fn order_source(template: &Template) -> SqsSource {
+    template
+        .sqs_sources()
+        .expect("SQS events")
+        .into_iter()
+        .find(|s| s.function == "order-processor")
+        .expect("the order processor has an SQS event")
+}
+
+/// The order queue, its dead-letter queue and `maxReceiveCount`.
+fn order_queues<'a>(
+    queues: &'a LocalQueues,
+    source: &SqsSource,
+) -> (&'a LocalQueue, &'a LocalQueue, usize) {
+    let orders = queues.queue(&source.queue);
+    let redrive = orders.spec.redrive.clone().expect("a redrive policy");
+    let receives = usize::try_from(redrive.max_receive_count).expect("maxReceiveCount");
+    (orders, queues.queue(&redrive.dead_letter_queue), receives)
+}
+
+/// `valid` in a fixed shuffle (a stride coprime to its length), with the
+/// `invalid` bodies spread over the first `within` positions.
+fn mixed(valid: Vec<String>, invalid: &[String], within: usize) -> Vec<String> {
+    let n = valid.len();
+    let gcd = |mut a: usize, mut b: usize| {
+        while b != 0 {
+            (a, b) = (b, a % b);
+        }
+        a
+    };
+    let stride = [7, 11, 13, 17]
+        .into_iter()
+        .find(|s| gcd(*s, n) == 1)
+        .expect("a coprime stride");
+    let mut bodies: Vec<String> = (0..n).map(|i| valid[i * stride % n].clone()).collect();
+    let step = (within / invalid.len().max(1)).max(1);
+    for (i, bad) in invalid.iter().enumerate() {
+        bodies.insert((i * step).min(bodies.len()), bad.clone());
+    }
+    bodies
+}
+
+/// The end every scenario must reach: each valid order stored exactly once
+/// with the content sent, exactly the invalid bodies dead-lettered (so no
+/// valid order there), the order queue empty.
+async fn assert_reconciled(
+    table: &aws_sdk_dynamodb::Client,
+    queues: &LocalQueues,
+    orders: &LocalQueue,
+    dead_letters: &LocalQueue,
+    valid: Range<u64>,
+    invalid: &[String],
+) {
+    let stored = stored_hashes(table, TABLE).await;
+    let expected = expected_hashes(valid);
+    let missing = expected.keys().filter(|k| !stored.contains_key(*k)).count();
+    let unexpected = stored.keys().filter(|k| !expected.contains_key(*k)).count();
+    assert!(
+        stored == expected,
+        "{TABLE}: {} items, {missing} orders missing, {unexpected} unexpected, {} with other content",
+        stored.len(),
+        expected
+            .iter()
+            .filter(|(k, v)| stored.get(*k).is_some_and(|s| s != *v))
+            .count()
+    );
+    let mut dead = take_all(&queues.client, &dead_letters.url)
+        .await
+        .expect("dead letters");
+    let mut expected_dead = invalid.to_vec();
+    dead.sort();
+    expected_dead.sort();
+    assert!(
+        dead == expected_dead,
+        "dead-letter queue: {} messages, {} of them valid orders, {} invalid bodies expected",
+        dead.len(),
+        dead.iter()
+            .filter(|b| order_processor::order::parse(b).is_ok())
+            .count(),
+        invalid.len()
+    );
+    assert_eq!(
+        depth(&queues.client, &orders.url).await.expect("depth"),
+        0,
+        "order queue empty"
+    );
+}
+
+/// The message ids in an answer's `batchItemFailures`.
+fn failed_ids(answer: &Value) -> BTreeSet<String> {
+    answer["batchItemFailures"]
+        .as_array()
+        .map(|failures| {
+            failures
+                .iter()
+                .filter_map(|f| f["itemIdentifier"].as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Every answer of the function as the event source mapping saw it.
+#[derive(Default)]
+struct Ledger {
+    invocations: Arc<AtomicUsize>,
+    answers: Mutex<Vec<Answer>>,
+}
+
+/// One invocation: when it ran and which records it failed.
+struct Answer {
+    started: Instant,
+    ended: Instant,
+    /// Message ids of failed records whose body is a valid order.
+    valid_failed: Vec<String>,
+    /// Failed records whose body is not a valid order.
+    invalid_failed: usize,
+}
+
+/// When DynamoDB Local was down: killed at `down`, accepting again at `up`.
+#[derive(Debug, Clone, Copy)]
+struct Window {
+    down: Instant,
+    up: Instant,
+}
+
+impl Ledger {
+    /// `emulator.invoke`, recording each answer.
+    fn invoke<'a>(
+        &'a self,
+        emulator: &'a Emulator,
+    ) -> impl Fn(&str) -> Result<Invocation, String> + 'a {
+        move |event| {
+            let started = Instant::now();
+            let answer = emulator.invoke(event)?;
+            self.record(started, event, &answer);
+            self.invocations.fetch_add(1, Ordering::SeqCst);
+            Ok(answer)
+        }
+    }
+
+    fn record(&self, started: Instant, event: &str, answer: &Invocation) {
+        let event: Value = serde_json::from_str(event).expect("event JSON");
+        let bodies: HashMap<&str, &str> = event["Records"]
+            .as_array()
+            .map(|records| {
+                records
+                    .iter()
+                    .filter_map(|r| Some((r["messageId"].as_str()?, r["body"].as_str()?)))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let failed = answer.json().map(|a| failed_ids(&a)).unwrap_or_default();
+        let (valid, invalid): (Vec<String>, Vec<String>) = failed.into_iter().partition(|id| {
+            bodies
+                .get(id.as_str())
+                .is_some_and(|b| order_processor::order::parse(b).is_ok())
+        });
+        lock(&self.answers).push(Answer {
+            started,
+            ended: Instant::now(),
+            valid_failed: valid,
+            invalid_failed: invalid.len(),
+        });
+    }
+
+    /// Failed deliveries of valid orders in invocations that overlapped
+    /// `window`, and in the others.
+    fn valid_failures(&self, window: Window) -> (usize, usize) {
+        let answers = lock(&self.answers);
+        let (during, outside): (Vec<&Answer>, Vec<&Answer>) = answers
+            .iter()
+            .partition(|a| a.started <= window.up && a.ended >= window.down);
+        let count = |list: &[&Answer]| list.iter().map(|a| a.valid_failed.len()).sum();
+        (count(&during), count(&outside))
+    }
+
+    fn valid_failures_total(&self) -> usize {
+        lock(&self.answers)
+            .iter()
+            .map(|a| a.valid_failed.len())
+            .sum()
+    }
+
+    fn invalid_failures(&self) -> usize {
+        lock(&self.answers).iter().map(|a| a.invalid_failed).sum()
+    }
+
+    fn most_failures_of_one_valid_message(&self) -> usize {
+        let mut per_message: HashMap<String, usize> = HashMap::new();
+        for answer in lock(&self.answers).iter() {
+            for id in &answer.valid_failed {
+                *per_message.entry(id.clone()).or_default() += 1;
+            }
+        }
+        per_message.into_values().max().unwrap_or(0)
+    }
+}
+
+/// The server (restarted if it was killed) and when it was down.
+type OutageResult = Result<(DynamoDbLocal, Option<Window>), String>;
+
+/// DynamoDB Local killed (SIGTERM, SIGKILL 200 ms later) once the function was
+/// invoked `after` times, and started again on the same port and database
+/// `down_for` later, on a thread of its own. Dropped early (a failed test),
+/// it stops waiting and stops the server.
+struct Outage {
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<OutageResult>>,
+}
+
+impl Outage {
+    fn after(
+        server: DynamoDbLocal,
+        invocations: Arc<AtomicUsize>,
+        after: usize,
+        down_for: Duration,
+    ) -> Self {
+        let stop = Arc::new(AtomicBool::new(false));
+        let stopped = Arc::clone(&stop);
+        let thread = std::thread::spawn(move || {
+            while invocations.load(Ordering::SeqCst) < after {
+                if stopped.load(Ordering::SeqCst) {
+                    return Ok((server, None));
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            let down = Instant::now();
+            let (port, db_path, log) = server.kill();
+            std::thread::sleep(down_for);
+            let server = DynamoDbLocal::start_on(
+                port,
+                db_path.as_deref(),
+                &log.with_extension("restarted.log"),
+            )?;
+            Ok((
+                server,
+                Some(Window {
+                    down,
+                    up: Instant::now(),
+                }),
+            ))
+        });
+        Self {
+            stop,
+            thread: Some(thread),
+        }
+    }
+
+    /// The server and the outage's window (`None`: never killed).
+    fn finish(mut self) -> (DynamoDbLocal, Option<Window>) {
+        self.stop.store(true, Ordering::SeqCst);
+        self.thread
+            .take()
+            .expect("running")
+            .join()
+            .expect("outage thread")
+            .unwrap_or_else(|e| panic!("restart: {e}"))
+    }
+}
+
+impl Drop for Outage {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// What the throttling proxy did.
+#[derive(Default)]
+struct ProxyStats {
+    /// Requests received.
+    requests: AtomicUsize,
+    /// Requests passed on to DynamoDB Local.
+    forwarded: AtomicUsize,
+    /// `ProvisionedThroughputExceededException` answers.
+    provisioned: AtomicUsize,
+    /// `ThrottlingException` answers.
+    throttling: AtomicUsize,
+    /// Throttling answers per `order_id`.
+    per_order: Mutex<HashMap<String, usize>>,
+}
+
+/// A loopback HTTP/1.1 proxy in front of DynamoDB Local (which never
+/// throttles) that answers `PutItem`s in bursts with DynamoDB's throttling
+/// errors, in the AWS JSON 1.0 protocol, and forwards everything else. One
+/// thread per connection; stopped (connections shut down) on drop.
+struct ThrottlingProxy {
+    port: u16,
+    stats: Arc<ProxyStats>,
+    stop: Arc<AtomicBool>,
+    clients: Arc<Mutex<Vec<TcpStream>>>,
+    accept: Option<JoinHandle<()>>,
+}
+
+impl ThrottlingProxy {
+    fn start(upstream: u16) -> Self {
+        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).expect("proxy listener");
+        listener.set_nonblocking(true).expect("non-blocking");
+        let port = listener.local_addr().expect("proxy address").port();
+        let stats = Arc::new(ProxyStats::default());
+        let stop = Arc::new(AtomicBool::new(false));
+        let clients: Arc<Mutex<Vec<TcpStream>>> = Arc::default();
+        let accept = {
+            let (stats, stop, clients) =
+                (Arc::clone(&stats), Arc::clone(&stop), Arc::clone(&clients));
+            std::thread::spawn(move || {
+                let mut connections = Vec::new();
+                while !stop.load(Ordering::SeqCst) {
+                    match listener.accept() {
+                        Ok((client, _)) => {
+                            let Ok(handle) = client.try_clone() else {
+                                continue;
+                            };
+                            lock(&clients).push(handle);
+                            let stats = Arc::clone(&stats);
+                            connections.push(std::thread::spawn(move || {
+                                let _ = serve(client, upstream, &stats);
+                            }));
+                        }
+                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                            std::thread::sleep(Duration::from_millis(2));
+                        }
+                        Err(_) => break,
+                    }
+                }
+                for connection in connections {
+                    let _ = connection.join();
+                }
+            })
+        };
+        Self {
+            port,
+            stats,
+            stop,
+            clients,
+            accept: Some(accept),
+        }
+    }
+
+    fn endpoint(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+}
+
+impl Drop for ThrottlingProxy {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        for client in lock(&self.clients).iter() {
+            let _ = client.shutdown(std::net::Shutdown::Both);
+        }
+        if let Some(accept) = self.accept.take() {
+            let _ = accept.join();
+        }
+    }
+}
+
+/// Answer the requests of one connection, in order.
+fn serve(client: TcpStream, upstream: u16, stats: &ProxyStats) -> std::io::Result<()> {
+    let mut requests = BufReader::new(client.try_clone()?);
+    let mut answers = client;
+    while let Some(request) = read_message(&mut requests)? {
+        let answer = match throttle(&request, stats) {
+            Some(body) => throttled(body),
+            None => {
+                stats.forwarded.fetch_add(1, Ordering::SeqCst);
+                forward(&request, upstream)?
+            }
+        };
+        answers.write_all(&answer)?;
+    }
+    Ok(())
+}
+
+/// The error body to answer `request` with, if it is a `PutItem` in a burst
+/// and its order has not had its share of throttling yet.
+fn throttle(request: &Message, stats: &ProxyStats) -> Option<String> {
+    let n = stats.requests.fetch_add(1, Ordering::SeqCst);
+    if n % BURST_EVERY >= BURST_LENGTH
+        || !request
+            .head
+            .to_ascii_lowercase()
+            .contains("x-amz-target: dynamodb_20120810.putitem")
+    {
+        return None;
+    }
+    let item: Value = serde_json::from_slice(&request.body).ok()?;
+    let order_id = item["Item"]["order_id"]["S"].as_str()?.to_owned();
+    let mut per_order = lock(&stats.per_order);
+    let count = per_order.entry(order_id).or_default();
+    if *count >= THROTTLES_PER_ORDER {
+        return None;
+    }
+    *count += 1;
+    let (kind, message, counter) = if n.is_multiple_of(2) {
+        (
+            "ProvisionedThroughputExceededException",
+            "The level of configured provisioned throughput for the table was exceeded.",
+            &stats.provisioned,
+        )
+    } else {
+        (
+            "ThrottlingException",
+            "Rate of requests exceeds the allowed throughput.",
+            &stats.throttling,
+        )
+    };
+    counter.fetch_add(1, Ordering::SeqCst);
+    Some(
+        serde_json::json!({
+            "__type": format!("com.amazonaws.dynamodb.v20120810#{kind}"),
+            "message": message,
+        })
+        .to_string(),
+    )
+}
+
+/// An HTTP 400 with a DynamoDB error body.
+fn throttled(body: String) -> Vec<u8> {
+    format!(
+        "HTTP/1.1 400 Bad Request\r\nContent-Type: application/x-amz-json-1.0\r\n\
+         x-amzn-RequestId: throttled\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .into_bytes()
+}
+
+/// Send `request` to DynamoDB Local on a connection of its own; its answer.
+fn forward(request: &Message, upstream: u16) -> std::io::Result<Vec<u8>> {
+    let mut connection = TcpStream::connect((Ipv4Addr::LOCALHOST, upstream))?;
+    connection.write_all(&request.raw)?;
+    read_message(&mut BufReader::new(connection))?
+        .map(|answer| answer.raw)
+        .ok_or_else(|| std::io::Error::other("DynamoDB Local closed the connection"))
+}
+
+/// One HTTP/1.1 message: its bytes as received, its head, its body.
+struct Message {
+    raw: Vec<u8>,
+    head: String,
+    body: Vec<u8>,
+}
+
+/// The next message on `reader` (`None` at the end of the stream). The body
+/// is delimited by `Content-Length` or chunked transfer encoding.
+fn read_message(reader: &mut impl BufRead) -> std::io::Result<Option<Message>> {
+    let mut raw = Vec::new();
+    loop {
+        let before = raw.len();
+        if reader.read_until(b'\n', &mut raw)? == 0 {
+            return if raw.is_empty() {
+                Ok(None)
+            } else {
+                Err(std::io::Error::other("connection closed inside a head"))
+            };
+        }
+        if raw[before..] == *b"\r\n" {
+            break;
+        }
+    }
+    let head = String::from_utf8_lossy(&raw).into_owned();
+    let header = |name: &str| {
+        head.lines().find_map(|line| {
+            let (key, value) = line.split_once(':')?;
+            key.eq_ignore_ascii_case(name)
+                .then(|| value.trim().to_owned())
+        })
+    };
+    let mut body = Vec::new();
+    if header("transfer-encoding").is_some_and(|v| v.eq_ignore_ascii_case("chunked")) {
+        loop {
+            let mut line = Vec::new();
+            reader.read_until(b'\n', &mut line)?;
+            raw.extend_from_slice(&line);
+            let size = String::from_utf8_lossy(&line);
+            let size = size.split(';').next().unwrap_or_default().trim();
+            let size = usize::from_str_radix(size, 16).map_err(std::io::Error::other)?;
+            if size == 0 {
+                // Trailers, up to an empty line.
+                loop {
+                    let mut trailer = Vec::new();
+                    reader.read_until(b'\n', &mut trailer)?;
+                    raw.extend_from_slice(&trailer);
+                    if trailer.is_empty() || trailer == b"\r\n" {
+                        break;
+                    }
+                }
+                break;
+            }
+            let mut chunk = vec![0; size + 2];
+            reader.read_exact(&mut chunk)?;
+            raw.extend_from_slice(&chunk);
+            body.extend_from_slice(&chunk[..size]);
+        }
+    } else if let Some(length) = header("content-length") {
+        let length: usize = length.parse().map_err(std::io::Error::other)?;
+        body = vec![0; length];
+        reader.read_exact(&mut body)?;
+        raw.extend_from_slice(&body);
+    }
+    Ok(Some(Message { raw, head, body }))
+}

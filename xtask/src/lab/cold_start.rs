@@ -1,0 +1,79 @@
+//! Cold start: each function's init duration under the runtime interface
+//! emulator (release build from `sam build`), and the size of each bootstrap
+//! for x86_64 and arm64.
+
+use super::median;
+use crate::emulator::Emulator;
+use crate::template::Template;
+use crate::{tools, workspace_root};
+use std::path::PathBuf;
+
+/// Cold starts per function; the median is reported.
+const STARTS: usize = 5;
+/// Where `sam build` and `cargo xtask build-arm64` put the bootstraps.
+pub const BUILD_DIRS: [(&str, &str); 2] = [
+    ("x86_64", crate::sam::X86_64_BUILD_DIR),
+    ("arm64", crate::sam::ARM64_BUILD_DIR),
+];
+
+/// One function.
+#[derive(Debug, Clone)]
+pub struct Row {
+    pub function: String,
+    pub memory_mb: u32,
+    /// Median init duration, ms, and every one measured.
+    pub init_ms: f64,
+    pub all_ms: Vec<f64>,
+    /// Bootstrap size in MiB per architecture, in [`BUILD_DIRS`] order.
+    pub sizes_mib: Vec<Option<f64>>,
+}
+
+/// The bootstrap of `logical_id` in build dir `dir`.
+pub fn bootstrap(dir: &str, logical_id: &str) -> PathBuf {
+    workspace_root()
+        .join(dir)
+        .join(logical_id)
+        .join("bootstrap")
+}
+
+/// Start every function [`STARTS`] times under the emulator, invoking it once
+/// each time (the emulator reports init at the first invocation).
+pub fn measure(tick: &dyn Fn(&str)) -> Result<Vec<Row>, String> {
+    let template = Template::load(&workspace_root().join("template.yaml"))?;
+    let rie = tools::emulator()?;
+    let logs = workspace_root().join("target").join("lab-logs");
+    std::fs::create_dir_all(&logs).map_err(|e| format!("{}: {e}", logs.display()))?;
+    let mut rows = Vec::new();
+    for function in template.functions()? {
+        let mut all_ms = Vec::new();
+        let binary = bootstrap(BUILD_DIRS[0].1, &function.logical_id);
+        for start in 0..STARTS {
+            tick(&format!("cold start: {} #{}", function.binary, start + 1));
+            let log = logs.join(format!("{}-{start}.log", function.binary));
+            let emulator = Emulator::start(&rie, &binary, &function, &[], &log)?;
+            // Any answer will do (an error too): init has happened by then.
+            emulator.invoke("{}")?;
+            let init = emulator.init_duration_ms();
+            emulator.stop();
+            all_ms.push(init.ok_or_else(|| {
+                format!("{}: no init duration in {}", function.binary, log.display())
+            })?);
+        }
+        let sizes_mib = BUILD_DIRS
+            .iter()
+            .map(|(_, dir)| {
+                std::fs::metadata(bootstrap(dir, &function.logical_id))
+                    .ok()
+                    .map(|m| m.len() as f64 / f64::from(1 << 20))
+            })
+            .collect();
+        rows.push(Row {
+            function: function.logical_id,
+            memory_mb: function.memory_mb,
+            init_ms: median(all_ms.clone()),
+            all_ms,
+            sizes_mib,
+        });
+    }
+    Ok(rows)
+}

@@ -1,0 +1,141 @@
+//! The performance lab. `cargo xtask lab` measures, on this machine, what the
+//! template's choices buy (allocators, bcrypt, arena pre-warm, cold start,
+//! memory size) and writes `BENCHMARKS.md` with SVG plots in `benchmarks/`.
+//! `cargo xtask lab --quick` runs the same code small on the suite's debug
+//! builds, writes into `target/lab-quick/`, and checks only what must hold
+//! everywhere (memory stays bounded, pre-warm removes most page faults),
+//! never a timing.
+//!
+//! Code map: `probes` builds and runs the probe programs; `memory`,
+//! `prewarm`, `bcrypt` (with `power`) and `cold_start` measure; `machine` says
+//! where; `report` and `plot` write it down.
+
+pub mod bcrypt;
+pub mod cold_start;
+pub mod machine;
+pub mod memory;
+pub mod plot;
+pub mod power;
+pub mod prewarm;
+pub mod probes;
+pub mod report;
+
+use crate::workspace_root;
+use indicatif::{ProgressBar, ProgressStyle};
+use std::time::Duration;
+
+/// How big a lab run is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scale {
+    /// Every allocator, optimised builds, minutes.
+    Full,
+    /// The default allocator, debug builds, seconds: for the test suite.
+    Quick,
+}
+
+/// Everything one run measured.
+#[derive(Debug, Clone)]
+pub struct Results {
+    pub scale: Scale,
+    pub machine: machine::Machine,
+    pub memory: Vec<(memory::Pattern, Vec<memory::Run>)>,
+    pub prewarm: Vec<prewarm::Row>,
+    pub bcrypt: bcrypt::Bcrypt,
+    /// Not in quick mode.
+    pub cold_start: Option<Vec<cold_start::Row>>,
+    /// The password hasher's memory size in `template.yaml`.
+    pub hasher_memory_mb: u64,
+}
+
+/// The median of `values` (0 for none).
+pub fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values.get(values.len() / 2).copied().unwrap_or(0.0)
+}
+
+/// Run the lab at `scale`, write the report, then fail if a property broke.
+/// `build_release` makes sure the release bootstraps exist (full scale only).
+pub fn run(scale: Scale, build_release: &dyn Fn() -> Result<(), String>) -> Result<(), String> {
+    let machine = machine::Machine::here();
+    let bar = match scale {
+        Scale::Full => ProgressBar::new_spinner(),
+        Scale::Quick => ProgressBar::hidden(),
+    };
+    bar.set_style(
+        ProgressStyle::with_template("{spinner} [{elapsed_precise}] step {pos}: {msg}")
+            .map_err(|e| e.to_string())?,
+    );
+    bar.enable_steady_tick(Duration::from_millis(200));
+    let tick = |message: &str| {
+        bar.inc(1);
+        bar.set_message(message.to_owned());
+        if scale == Scale::Quick {
+            eprintln!("lab: {message}");
+        }
+    };
+
+    let probes = match scale {
+        Scale::Full => probes::Probes::optimised(&tick)?,
+        Scale::Quick => probes::Probes::debug()?,
+    };
+    let trials = match scale {
+        Scale::Full => 3,
+        Scale::Quick => 1,
+    };
+    let mut memory = Vec::new();
+    for pattern in memory::patterns(scale) {
+        // Throughput is the burst's figure; low traffic is about RSS.
+        let trials = if pattern.phases.len() > 1 { 1 } else { trials };
+        let runs = memory::measure(&probes, &pattern, trials, &tick)?;
+        memory.push((pattern, runs));
+    }
+    let prewarm = prewarm::measure(&probes, scale, &tick)?;
+    tick("bcrypt and power tuning");
+    let bcrypt = bcrypt::measure(&probes, scale, machine.cores)?;
+    let cold_start = match scale {
+        Scale::Full => {
+            tick("release builds for the cold starts");
+            build_release()?;
+            Some(cold_start::measure(&tick)?)
+        }
+        Scale::Quick => None,
+    };
+    bar.finish_and_clear();
+
+    let template = crate::template::Template::load(&workspace_root().join("template.yaml"))?;
+    let hasher_memory_mb = u64::from(template.function("password-hasher")?.memory_mb);
+    let results = Results {
+        hasher_memory_mb,
+        scale,
+        machine,
+        memory,
+        prewarm,
+        bcrypt,
+        cold_start,
+    };
+    let dir = match scale {
+        Scale::Full => workspace_root(),
+        Scale::Quick => workspace_root().join("target").join("lab-quick"),
+    };
+    report::write(&dir, &results)?;
+    println!("lab: wrote {}", dir.join("BENCHMARKS.md").display());
+    check(&results)
+}
+
+/// The properties that must hold on every machine.
+fn check(results: &Results) -> Result<(), String> {
+    for (pattern, runs) in &results.memory {
+        memory::check_bounded(pattern, runs)?;
+        println!(
+            "lab: {}: memory bounded ({})",
+            pattern.name,
+            runs.iter()
+                .map(|r| format!("{} +{:.2} MiB", r.setup.label, r.growth_mib))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    prewarm::check_faults_removed(&results.prewarm)?;
+    println!("lab: pre-warm removes most first-invocation page faults");
+    Ok(())
+}

@@ -1,0 +1,471 @@
+//! `BENCHMARKS.md` and its plots, written from one lab run's measurements.
+
+use super::cold_start::BUILD_DIRS;
+use super::memory::{GROWTH_BOUND_MIB, Pattern, Run};
+use super::plot::{self, Chart, Kind, Series};
+use super::power::{self, PER_MILLION_REQUESTS};
+use super::prewarm::{self, Outcome};
+use super::{Results, Scale};
+use std::fmt::Write as _;
+use std::path::Path;
+
+/// The plots, relative to the report.
+const PLOTS: &str = "benchmarks";
+
+/// Write the report as `dir/BENCHMARKS.md` and its plots under `dir/benchmarks/`.
+pub fn write(dir: &Path, results: &Results) -> Result<(), String> {
+    let mut md = String::new();
+    let m = &results.machine;
+    let command = match results.scale {
+        Scale::Full => "cargo xtask lab",
+        Scale::Quick => "cargo xtask lab --quick",
+    };
+    let _ = writeln!(md, "# Benchmarks\n");
+    let _ = writeln!(
+        md,
+        "Written by `{command}` (do not edit: run it again). Machine: {}.\n",
+        m.line()
+    );
+    let _ = writeln!(
+        md,
+        "Absolute times drift on shared machines; what to compare are the ratios, measured side by side \
+         in one run (alternating, medians). The probes are `functions/*/examples/lab_*.rs`: the functions' \
+         real code, built once per allocator with the `lab` profile (release optimisation, no fat LTO).\n"
+    );
+    summary(&mut md, results);
+
+    let _ = writeln!(
+        md,
+        "## 1. Allocators: RSS and throughput of the order processor\n"
+    );
+    let _ = writeln!(
+        md,
+        "The real handler (validation, idempotency cache, partial batch failures) with a store that keeps \
+         nothing, on a multi-thread tokio runtime as in the function. Every allocator runs as the template \
+         configures it (`MEMORY_RETURN=prompt`, see `shared/src/allocator/`), mimalloc also with its library \
+         defaults. RSS is sampled after invocations; records per second count handler time only. \
+         \"Growth\" is the RSS gained after warm-up (burst: after twice the invocations that fill the cache; \
+         low traffic: the quiet phase above the spike); it must stay under {GROWTH_BOUND_MIB} MiB.\n"
+    );
+    for (pattern, runs) in &results.memory {
+        memory_section(&mut md, dir, pattern, runs)?;
+    }
+
+    bcrypt_section(&mut md, dir, results)?;
+    prewarm_section(&mut md, results);
+    cold_start_section(&mut md, results);
+    power_section(&mut md, dir, results)?;
+    let path = dir.join("BENCHMARKS.md");
+    std::fs::write(&path, md).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// The shipped configuration's run in `runs`.
+fn shipped(runs: &[Run]) -> Option<&Run> {
+    runs.iter()
+        .find(|r| r.setup.allocator == "mimalloc" && r.setup.policy == "template")
+}
+
+fn summary(md: &mut String, results: &Results) {
+    let _ = writeln!(md, "## What to pick\n");
+    allocator_summary(md, results);
+    hasher_summary(md, results);
+    prewarm_summary(md, results);
+    let _ = writeln!(md);
+}
+
+/// Which allocator the template ships and why, in this run's numbers.
+fn allocator_summary(md: &mut String, results: &Results) {
+    let Some((pattern, runs)) = results.memory.first() else {
+        return;
+    };
+    let Some(ours) = shipped(runs) else {
+        return;
+    };
+    let fastest = runs
+        .iter()
+        .max_by(|a, b| a.records_per_s.total_cmp(&b.records_per_s))
+        .unwrap_or(ours);
+    let leanest = runs
+        .iter()
+        .min_by(|a, b| last_rss(a).total_cmp(&last_rss(b)))
+        .unwrap_or(ours);
+    let defaults = runs
+        .iter()
+        .find(|r| r.setup.allocator == "mimalloc" && r.setup.policy != "template");
+    let speed = if std::ptr::eq(fastest, ours) {
+        format!(
+            "the fastest in the {} ({:.0} records/s)",
+            pattern.name, ours.records_per_s
+        )
+    } else {
+        format!(
+            "{:.0}% of the fastest in the {} ({}, {:.0} records/s)",
+            100.0 * ours.records_per_s / fastest.records_per_s.max(f64::MIN_POSITIVE),
+            pattern.name,
+            fastest.setup.label,
+            fastest.records_per_s
+        )
+    };
+    let policy = defaults.map_or(String::new(), |d| {
+        format!(
+            "; `MEMORY_RETURN=prompt` ended the {} at {:.1} MiB against {:.1} MiB with the library's defaults",
+            pattern.name,
+            last_rss(ours),
+            last_rss(d)
+        )
+    });
+    let _ = writeln!(
+        md,
+        "- **Allocator**: the template ships mimalloc with `MEMORY_RETURN=prompt` (`keep` for the Arrow \
+         worker's arena). In this run it was {speed}{policy}. The least memory: {} ({:.1} MiB, at {:.0}% of \
+         mimalloc's throughput): pick `system` where a few MiB matter more than that, e.g. at 128 MB. Every \
+         configuration stayed within {GROWTH_BOUND_MIB} MiB after warm-up. mimalloc is also the one allocator \
+         with which the arena pre-warm keeps its pages (section 3).",
+        leanest.setup.label,
+        last_rss(leanest),
+        100.0 * leanest.records_per_s / ours.records_per_s.max(f64::MIN_POSITIVE)
+    );
+}
+
+/// Memory size for the hasher: cost is nearly flat, duration is not.
+fn hasher_summary(md: &mut String, results: &Results) {
+    let rows = &results.bcrypt.power;
+    let (Some(cheapest), Some(fastest)) = (
+        rows.iter()
+            .min_by(|a, b| a.x86_64_cost.total_cmp(&b.x86_64_cost)),
+        rows.iter()
+            .min_by(|a, b| a.modelled_s.total_cmp(&b.modelled_s)),
+    ) else {
+        return;
+    };
+    let near: Vec<u64> = rows
+        .iter()
+        .filter(|r| r.x86_64_cost <= cheapest.x86_64_cost * 1.01)
+        .map(|r| r.mb)
+        .collect();
+    let shipped = rows.iter().find(|r| r.mb == results.hasher_memory_mb);
+    let _ = writeln!(
+        md,
+        "- **Hasher memory size**: {} MB cost within 1% of the cheapest (${:.2} per million x86_64, \
+         ${:.2} arm64); {} MB is {:.1}x faster ({:.2} s against {:.2} s) for {:.0}% more.{}",
+        near.iter()
+            .map(u64::to_string)
+            .collect::<Vec<_>>()
+            .join(", "),
+        cheapest.x86_64_cost,
+        cheapest.arm64_cost,
+        fastest.mb,
+        cheapest.modelled_s / fastest.modelled_s.max(f64::MIN_POSITIVE),
+        fastest.modelled_s,
+        cheapest.modelled_s,
+        100.0 * (fastest.x86_64_cost / cheapest.x86_64_cost.max(f64::MIN_POSITIVE) - 1.0),
+        shipped.map_or(String::new(), |r| format!(
+            " The template's {} MB: {} workers, {:.2} s, ${:.2}.",
+            r.mb, r.workers, r.modelled_s, r.x86_64_cost
+        ))
+    );
+}
+
+/// What the pre-warm did where the template uses it.
+fn prewarm_summary(md: &mut String, results: &Results) {
+    let measured = |variant: &str| {
+        results.prewarm.iter().find_map(|r| match r.outcome {
+            Outcome::Measured {
+                first_ms,
+                steady_ms,
+                first_faults,
+                ..
+            } if r.allocator == "mimalloc" && r.variant == variant => {
+                Some((first_ms / steady_ms.max(f64::MIN_POSITIVE), first_faults))
+            }
+            _ => None,
+        })
+    };
+    if let (Some((cold, cold_faults)), Some((warm, warm_faults))) = (
+        measured(prewarm::VARIANTS[0].1),
+        measured(prewarm::VARIANTS[1].1),
+    ) {
+        let _ = writeln!(
+            md,
+            "- **Arena pre-warm** (Arrow worker, mimalloc): first invocation / steady {cold:.2} without, \
+             {warm:.2} with; its minor page faults {cold_faults:.0} without, {warm_faults:.0} with."
+        );
+    }
+}
+
+fn last_rss(run: &Run) -> f64 {
+    run.rss.last().map_or(0.0, |p| p.1)
+}
+
+fn memory_section(
+    md: &mut String,
+    dir: &Path,
+    pattern: &Pattern,
+    runs: &[Run],
+) -> Result<(), String> {
+    let _ = writeln!(md, "### {}: {}\n", pattern.name, pattern.description);
+    let _ = writeln!(
+        md,
+        "| configuration | allocator settings | records/s | RSS at end MiB | peak RSS MiB | growth MiB |\n|---|---|---:|---:|---:|---:|"
+    );
+    for run in runs {
+        let _ = writeln!(
+            md,
+            "| {} | {} | {:.0} | {:.1} | {:.1} | {:.2} |",
+            run.setup.label,
+            run.settings.replace('|', "/"),
+            run.records_per_s,
+            last_rss(run),
+            run.peak_mib,
+            run.growth_mib
+        );
+    }
+    let series: Vec<Series> = runs
+        .iter()
+        .map(|r| Series {
+            name: r.setup.label.to_owned(),
+            points: r.rss.clone(),
+            labels: Vec::new(),
+        })
+        .collect();
+    let file = format!("{PLOTS}/{}.svg", pattern.file);
+    plot::write_svg(
+        &dir.join(&file),
+        &Chart {
+            title: &format!("Order processor RSS, {}", pattern.name),
+            x_label: "invocation",
+            y_label: "RSS (MiB)",
+            kind: Kind::Lines,
+            series: &series,
+        },
+    )?;
+    let _ = writeln!(md, "\n![RSS over invocations, {}]({file})\n", pattern.name);
+    Ok(())
+}
+
+fn bcrypt_section(md: &mut String, dir: &Path, results: &Results) -> Result<(), String> {
+    let b = &results.bcrypt;
+    let _ = writeln!(md, "## 2. bcrypt against crypt(3), and scaling\n");
+    let _ = writeln!(
+        md,
+        "Cost {}, one thread, {} alternating rounds of 4 hashes; `crypt(3)` is libxcrypt's, called from \
+         Python's `crypt` module with the timer inside the process.\n",
+        b.cost, b.rounds
+    );
+    let _ = writeln!(
+        md,
+        "| this function (bcrypt crate) ms/hash | libxcrypt crypt(3) ms/hash | ratio (median of rounds) |\n|---:|---:|---:|\n| {:.1} | {:.1} | {:.3} |\n",
+        b.ours_ms, b.crypt3_ms, b.ratio
+    );
+    let _ = writeln!(
+        md,
+        "A batch of {} hashes on pools of 1 to {} threads (best of two each):\n\n| threads | seconds | speedup | efficiency |\n|---:|---:|---:|---:|",
+        b.batch, results.machine.cores
+    );
+    let one = b.scaling.first().map_or(0.0, |s| s.1);
+    let mut speedups = Vec::new();
+    for &(threads, seconds) in &b.scaling {
+        let speedup = one / seconds.max(f64::MIN_POSITIVE);
+        speedups.push((threads as f64, speedup));
+        let _ = writeln!(
+            md,
+            "| {threads} | {seconds:.3} | {speedup:.2} | {:.2} |",
+            speedup / threads as f64
+        );
+    }
+    let ideal = speedups.iter().map(|p| (p.0, p.0)).collect();
+    let file = format!("{PLOTS}/bcrypt-scaling.svg");
+    plot::write_svg(
+        &dir.join(&file),
+        &Chart {
+            title: "bcrypt batch speedup over threads",
+            x_label: "threads",
+            y_label: "speedup",
+            kind: Kind::Lines,
+            series: &[
+                Series {
+                    name: "measured".into(),
+                    points: speedups,
+                    labels: Vec::new(),
+                },
+                Series {
+                    name: "ideal".into(),
+                    points: ideal,
+                    labels: Vec::new(),
+                },
+            ],
+        },
+    )?;
+    let _ = writeln!(md, "\n![bcrypt scaling]({file})\n");
+    Ok(())
+}
+
+fn prewarm_section(md: &mut String, results: &Results) {
+    let (rows, arena_mib) = prewarm::rows(results.scale);
+    let _ = writeln!(
+        md,
+        "## 3. Arena pre-warm: the Arrow worker's first invocation\n"
+    );
+    let _ = writeln!(
+        md,
+        "{rows} orders grouped by customer; each row the median of fresh processes (`MEMORY_RETURN=keep`, \
+         arena {arena_mib} MiB, 4 KiB pages for mimalloc). \"Steady\" is the median of the later invocations. \
+         The template pre-warms only with mimalloc: the others do not reliably reuse pages freed by another \
+         thread (\"forced\" shows what pre-warming would give them).\n"
+    );
+    let _ = writeln!(
+        md,
+        "| allocator | variant | pre-warm ms (background) | first ms | steady ms | first / steady | first faults | steady faults |\n|---|---|---:|---:|---:|---:|---:|---:|"
+    );
+    for row in &results.prewarm {
+        match &row.outcome {
+            Outcome::Refused(why) => {
+                let _ = writeln!(
+                    md,
+                    "| {} | {} | refused: {why} | | | | | |",
+                    row.allocator, row.variant
+                );
+            }
+            Outcome::Measured {
+                prewarm_ms,
+                first_ms,
+                steady_ms,
+                first_faults,
+                steady_faults,
+            } => {
+                let _ = writeln!(
+                    md,
+                    "| {} | {} | {} | {first_ms:.1} | {steady_ms:.1} | {:.2} | {first_faults:.0} | {steady_faults:.0} |",
+                    row.allocator,
+                    row.variant,
+                    prewarm_ms.map_or("-".to_owned(), |ms| format!("{ms:.0}")),
+                    first_ms / steady_ms.max(f64::MIN_POSITIVE)
+                );
+            }
+        }
+    }
+    let _ = writeln!(md);
+}
+
+fn cold_start_section(md: &mut String, results: &Results) {
+    let _ = writeln!(md, "## 4. Cold start and binary size\n");
+    let Some(rows) = &results.cold_start else {
+        let _ = writeln!(
+            md,
+            "Not measured in quick mode (it needs the release builds).\n"
+        );
+        return;
+    };
+    let _ = writeln!(
+        md,
+        "Init duration reported by the Lambda runtime interface emulator for the `sam build` release binary \
+         (fat LTO), median of {} cold starts each, with the template's memory size and settings (no AWS \
+         endpoint is reached during init). Sizes of the bootstraps in {}.\n",
+        rows.first().map_or(0, |r| r.all_ms.len()),
+        BUILD_DIRS
+            .iter()
+            .map(|(arch, dir)| format!("`{dir}` ({arch})"))
+            .collect::<Vec<_>>()
+            .join(" and ")
+    );
+    let _ = writeln!(
+        md,
+        "| function | memory MB | init ms (median) | every start ms | x86_64 MiB | arm64 MiB |\n|---|---:|---:|---|---:|---:|"
+    );
+    for row in rows {
+        let size = |i: usize| {
+            row.sizes_mib
+                .get(i)
+                .copied()
+                .flatten()
+                .map_or("not built".to_owned(), |s| format!("{s:.1}"))
+        };
+        let every: Vec<String> = row.all_ms.iter().map(|ms| format!("{ms:.1}")).collect();
+        let _ = writeln!(
+            md,
+            "| {} | {} | {:.1} | {} | {} | {} |",
+            row.function,
+            row.memory_mb,
+            row.init_ms,
+            every.join(", "),
+            size(0),
+            size(1)
+        );
+    }
+    let _ = writeln!(
+        md,
+        "\nThe arm64 bootstraps come from `cargo xtask build-arm64`; {}.\n",
+        if rows
+            .iter()
+            .any(|r| r.sizes_mib.get(1).copied().flatten().is_none())
+        {
+            "run it to fill the column"
+        } else {
+            "their cold start is not measured here (no arm64 host)"
+        }
+    );
+}
+
+fn power_section(md: &mut String, dir: &Path, results: &Results) -> Result<(), String> {
+    let b = &results.bcrypt;
+    let cores = results.machine.cores;
+    let _ = writeln!(md, "## 5. Local power tuning: the password hasher\n");
+    let _ = writeln!(
+        md,
+        "The batch of section 2 ({} hashes at cost {}) for each Lambda memory size. \"Workers\" is what the \
+         shared crate chooses there (`shared::vcpus`); this machine has {cores} core(s), so the batch was \
+         measured on at most {cores} thread(s). Lambda gives CPU in proportion to memory (\"vCPUs\" below), \
+         so the modelled time on Lambda is measured seconds x threads / vCPUs (see `xtask/src/lab/power.rs`: \
+         CPU-bound work, this machine's scaling efficiency assumed beyond {cores} threads). Cost per million \
+         invocations: modelled duration billed in whole ms x GB x the published price (x86_64 ${} and arm64 \
+         ${} per GB-second) + ${PER_MILLION_REQUESTS:.2} for the requests. The arm64 column prices the same \
+         duration: Graviton's bcrypt speed is not measured here.\n",
+        b.batch,
+        b.cost,
+        power::X86_64_GB_SECOND,
+        power::ARM64_GB_SECOND
+    );
+    let _ = writeln!(
+        md,
+        "| memory MB | workers | threads measured | measured s | vCPUs | modelled s on Lambda | $ per 1M x86_64 | $ per 1M arm64 |\n|---:|---:|---:|---:|---:|---:|---:|---:|"
+    );
+    for r in &b.power {
+        let _ = writeln!(
+            md,
+            "| {} | {} | {} | {:.3} | {:.2} | {:.3} | {:.2} | {:.2} |",
+            r.mb,
+            r.workers,
+            r.threads,
+            r.measured_s,
+            r.vcpus,
+            r.modelled_s,
+            r.x86_64_cost,
+            r.arm64_cost
+        );
+    }
+    let series = |name: &str, cost: fn(&power::Row) -> f64| Series {
+        name: name.to_owned(),
+        points: b
+            .power
+            .iter()
+            .map(|r| (r.modelled_s * 1e3, cost(r)))
+            .collect(),
+        labels: b.power.iter().map(|r| format!("{} MB", r.mb)).collect(),
+    };
+    let file = format!("{PLOTS}/power-cost.svg");
+    plot::write_svg(
+        &dir.join(&file),
+        &Chart {
+            title: "Password hasher: cost per million invocations against duration",
+            x_label: "modelled duration on Lambda (ms)",
+            y_label: "$ per million invocations",
+            kind: Kind::Points,
+            series: &[
+                series("x86_64", |r| r.x86_64_cost),
+                series("arm64", |r| r.arm64_cost),
+            ],
+        },
+    )?;
+    let _ = writeln!(md, "\n![cost against duration]({file})");
+    Ok(())
+}

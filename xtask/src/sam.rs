@@ -1,0 +1,90 @@
+//! The SAM CLI from the pinned venv, and the builds made with it.
+
+use crate::{tools, workspace_root};
+use std::process::Command;
+
+/// Run `sam` from the venv, offline-friendly: no telemetry, a default region.
+pub fn sam(args: &[&str]) -> Result<(), String> {
+    sam_with(args, &[])
+}
+
+/// [`sam`] with extra environment variables.
+pub fn sam_with(args: &[&str], env: &[(&str, &str)]) -> Result<(), String> {
+    tools::run(
+        Command::new(tools::venv_bin().join("sam"))
+            .current_dir(workspace_root())
+            .args(args)
+            .env("PATH", tools::path_with_venv())
+            .env("SAM_CLI_TELEMETRY", "0")
+            .env("AWS_DEFAULT_REGION", crate::local_aws::REGION)
+            .envs(env.iter().copied()),
+    )
+}
+
+/// Make sure the release bootstraps of both architectures exist, building
+/// what is missing (`sam build`, [`build_arm64`]). Existing builds are used as
+/// they are: after changing code, run `sam build` / `cargo xtask build-arm64`.
+pub fn release_builds() -> Result<(), String> {
+    tools::install()?;
+    let template = crate::template::Template::load(&workspace_root().join("template.yaml"))?;
+    let functions = template.functions()?;
+    let missing = |dir: &str| {
+        functions.iter().any(|f| {
+            !workspace_root()
+                .join(dir)
+                .join(&f.logical_id)
+                .join("bootstrap")
+                .is_file()
+        })
+    };
+    if missing(X86_64_BUILD_DIR) {
+        sam(&["build"])?;
+    }
+    if missing(ARM64_BUILD_DIR) {
+        build_arm64()?;
+    }
+    Ok(())
+}
+
+/// Where [`build_arm64`] builds.
+pub const ARM64_BUILD_DIR: &str = ".aws-sam/build-arm64";
+/// Where `sam build` builds by default (x86_64, the template's default).
+pub const X86_64_BUILD_DIR: &str = ".aws-sam/build";
+
+/// Cross-build the three functions for Graviton with `sam build` (cargo-lambda
+/// links with zig, which its PyPI package brings), then check that every
+/// `bootstrap` is an arm64 Linux executable.
+pub fn build_arm64() -> Result<(), String> {
+    tools::install()?;
+    tools::run(Command::new("rustup").args(["target", "add", "aarch64-unknown-linux-gnu"]))?;
+    sam(&[
+        "build",
+        "--build-dir",
+        ARM64_BUILD_DIR,
+        "--parameter-overrides",
+        "Architecture=arm64",
+    ])?;
+    let template = crate::template::Template::load(&workspace_root().join("template.yaml"))?;
+    for function in template.functions()? {
+        let bootstrap = workspace_root()
+            .join(ARM64_BUILD_DIR)
+            .join(&function.logical_id)
+            .join("bootstrap");
+        let bytes =
+            std::fs::read(&bootstrap).map_err(|e| format!("{}: {e}", bootstrap.display()))?;
+        // ELF magic, then e_machine (little-endian u16 at offset 18): 183 is AArch64.
+        let machine = bytes.get(18..20).map(|m| u16::from_le_bytes([m[0], m[1]]));
+        if !bytes.starts_with(b"\x7fELF") || machine != Some(183) {
+            return Err(format!(
+                "{} is not an arm64 ELF executable (e_machine {machine:?})",
+                bootstrap.display()
+            ));
+        }
+        println!(
+            "{}: arm64 ELF, {:.1} MiB",
+            bootstrap.display(),
+            bytes.len() as f64 / (1 << 20) as f64
+        );
+    }
+    Ok(())
+}
