@@ -485,8 +485,15 @@ Resources:
             Template::load(&crate::workspace_root().join("template.yaml")).expect("template");
         let queues = template.queues().expect("queues");
         let ids: Vec<_> = queues.iter().map(|q| q.logical_id.as_str()).collect();
-        assert_eq!(ids, ["OrdersDeadLetterQueue", "OrdersQueue"]);
-        let orders = &queues[1];
+        assert_eq!(
+            ids,
+            [
+                "OrdersDeadLetterQueue",
+                "ReportsDeadLetterQueue",
+                "OrdersQueue"
+            ]
+        );
+        let orders = &queues[2];
         assert!(!orders.fifo, "OrdersQueueFifo defaults to false");
         assert_eq!(orders.visibility_timeout_s, 180);
         assert_eq!(
