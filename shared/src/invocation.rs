@@ -1,11 +1,13 @@
-//! A runtime layer that wraps every invocation in a span carrying the request id
-//! and `cold_start` (Powertools' key): every log line of an invocation names it,
-//! and the first invocation of an execution environment logs the init duration.
+//! Per invocation: a runtime layer that wraps every invocation in a span
+//! carrying the request id and `cold_start` (Powertools' key), so every log line
+//! of an invocation names it and the first invocation of an execution
+//! environment logs the init duration; and [`Deadline`], the one rule for when
+//! an invocation's work must be finished.
 
 use lambda_runtime::{LambdaInvocation, tower::Layer, tower::Service};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll};
-use std::time::Duration;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tracing::{Instrument, instrument::Instrumented};
 
 /// Invocations started in this process (one execution environment).
@@ -25,18 +27,115 @@ fn begin_invocation() -> bool {
 /// Time left before an invocation's deadline (`Context::deadline`, Unix epoch
 /// ms), at most Lambda's 15-minute limit; `None` when the deadline is unknown
 /// (0, outside Lambda).
+///
+/// Raw time, without a margin to answer: functions use [`Deadline`] instead.
+/// To be removed once no function calls it.
 pub fn time_left(deadline_epoch_ms: u64) -> Option<Duration> {
     if deadline_epoch_ms == 0 {
         return None;
     }
-    let now_ms = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+    let now_ms = now_epoch_ms().unwrap_or(0);
     Some(Duration::from_millis(deadline_epoch_ms.saturating_sub(now_ms)).min(MAX_INVOCATION))
 }
 
 /// Lambda's longest timeout: a deadline further away is not believed.
 const MAX_INVOCATION: Duration = Duration::from_secs(15 * 60);
+
+/// The wall clock in Unix epoch ms; `None` if it reads before 1970.
+fn now_epoch_ms() -> Option<u64> {
+    let since_epoch = SystemTime::now().duration_since(UNIX_EPOCH).ok()?;
+    Some(u64::try_from(since_epoch.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// When an invocation's work must be finished, so that the function still has
+/// time to send its answer before Lambda stops it.
+///
+/// The one rule, for every function: take the time left before the
+/// invocation's deadline and keep back a margin of
+/// 1/[`MARGIN_DIVISOR`](Self::MARGIN_DIVISOR) of it, at most
+/// [`MAX_MARGIN`](Self::MAX_MARGIN). With 2 s left, work stops 200 ms before
+/// the deadline; with 60 s left, 1 s before.
+///
+/// A deadline that is unknown (0: outside Lambda, in tests and local runs) or
+/// not believable (further away than Lambda's 15-minute limit, or a wall
+/// clock before 1970) counts as [`UNKNOWN_BUDGET`](Self::UNKNOWN_BUDGET) left,
+/// and the same margin applies. A deadline already past leaves no time: the
+/// work is due now.
+///
+/// ```
+/// use shared::invocation::Deadline;
+/// use std::time::{Duration, Instant};
+///
+/// let deadline = Deadline::from_context(&lambda_runtime::Context::default());
+/// // No deadline in the context: 30 s assumed, less a 1 s margin.
+/// assert!(deadline.remaining() <= Duration::from_secs(29));
+///
+/// let due = Deadline::at(Instant::now());
+/// assert!(due.is_past());
+/// assert_eq!(due.remaining(), Duration::ZERO);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Deadline {
+    finish_by: Instant,
+}
+
+impl Deadline {
+    /// The margin kept back is the time left divided by this: a tenth.
+    pub const MARGIN_DIVISOR: u32 = 10;
+    /// The margin kept back is never more than this.
+    pub const MAX_MARGIN: Duration = Duration::from_secs(1);
+    /// Time assumed left when the deadline is unknown or not believable.
+    pub const UNKNOWN_BUDGET: Duration = Duration::from_secs(30);
+
+    /// The deadline of the invocation `context` describes.
+    pub fn from_context(context: &lambda_runtime::Context) -> Self {
+        Self::from_epoch_ms(context.deadline)
+    }
+
+    /// The deadline for an invocation that Lambda stops at `deadline_epoch_ms`
+    /// (Unix epoch ms, as in `lambda_runtime::Context::deadline`; 0 = unknown).
+    pub fn from_epoch_ms(deadline_epoch_ms: u64) -> Self {
+        Self::from_epoch_ms_at(deadline_epoch_ms, now_epoch_ms(), Instant::now())
+    }
+
+    /// Work must be finished at `finish_by` (no margin is taken): for tests
+    /// and tools.
+    pub fn at(finish_by: Instant) -> Self {
+        Self { finish_by }
+    }
+
+    /// When the work must be finished.
+    pub fn instant(&self) -> Instant {
+        self.finish_by
+    }
+
+    /// Time left to work; zero once the deadline is past.
+    pub fn remaining(&self) -> Duration {
+        self.finish_by.saturating_duration_since(Instant::now())
+    }
+
+    /// Whether the time to work is over.
+    pub fn is_past(&self) -> bool {
+        Instant::now() >= self.finish_by
+    }
+
+    /// [`Self::from_epoch_ms`] with the clocks read by the caller: the wall
+    /// clock `now_epoch_ms` (`None` if before 1970) and the monotonic `now`,
+    /// taken at the same moment.
+    fn from_epoch_ms_at(deadline_epoch_ms: u64, now_epoch_ms: Option<u64>, now: Instant) -> Self {
+        Self::at(now + Self::work_time(deadline_epoch_ms, now_epoch_ms))
+    }
+
+    /// The time to work: the time left less the margin.
+    fn work_time(deadline_epoch_ms: u64, now_epoch_ms: Option<u64>) -> Duration {
+        let left = now_epoch_ms
+            .filter(|_| deadline_epoch_ms != 0)
+            .map(|now_ms| Duration::from_millis(deadline_epoch_ms.saturating_sub(now_ms)))
+            .filter(|left| *left <= MAX_INVOCATION)
+            .unwrap_or(Self::UNKNOWN_BUDGET);
+        left - (left / Self::MARGIN_DIVISOR).min(Self::MAX_MARGIN)
+    }
+}
 
 /// Adds an `invocation{request_id, cold_start}` span around every invocation.
 #[derive(Debug, Clone)]
@@ -118,12 +217,82 @@ mod tests {
         )
         .expect("ms");
         let left = time_left(now_ms + 2_000).expect("known");
-        assert!(
-            left <= Duration::from_secs(2) && left > Duration::from_millis(1_900),
-            "{left:?}"
-        );
+        assert!(left <= Duration::from_secs(2), "{left:?}");
         assert_eq!(time_left(now_ms - 5_000), Some(Duration::ZERO));
         assert_eq!(time_left(u64::MAX), Some(MAX_INVOCATION));
+    }
+
+    /// An arbitrary fixed wall-clock reading (2024-06-01T00:00:00Z).
+    const NOW_MS: u64 = 1_717_200_000_000;
+
+    fn work_time(deadline_ms: u64) -> Duration {
+        Deadline::work_time(deadline_ms, Some(NOW_MS))
+    }
+
+    #[test]
+    fn the_margin_is_a_tenth_of_the_time_left() {
+        assert_eq!(work_time(NOW_MS + 2_000), Duration::from_millis(1_800));
+        assert_eq!(work_time(NOW_MS + 5_000), Duration::from_millis(4_500));
+        assert_eq!(work_time(NOW_MS + 1), Duration::from_micros(900));
+    }
+
+    #[test]
+    fn the_margin_is_at_most_a_second() {
+        assert_eq!(work_time(NOW_MS + 10_000), Duration::from_secs(9));
+        assert_eq!(work_time(NOW_MS + 60_000), Duration::from_secs(59));
+        assert_eq!(work_time(NOW_MS + 900_000), Duration::from_secs(899));
+    }
+
+    #[test]
+    fn an_unknown_deadline_assumes_the_default_budget() {
+        let assumed = Duration::from_secs(29);
+        assert_eq!(Deadline::UNKNOWN_BUDGET, Duration::from_secs(30));
+        assert_eq!(work_time(0), assumed, "no deadline");
+        assert_eq!(work_time(NOW_MS + 900_001), assumed, "beyond 15 minutes");
+        assert_eq!(work_time(u64::MAX), assumed, "absurd");
+        assert_eq!(
+            Deadline::work_time(NOW_MS, None),
+            assumed,
+            "clock before 1970"
+        );
+    }
+
+    #[test]
+    fn a_past_deadline_leaves_no_time() {
+        assert_eq!(work_time(NOW_MS), Duration::ZERO);
+        assert_eq!(work_time(NOW_MS - 5_000), Duration::ZERO);
+        assert_eq!(work_time(1), Duration::ZERO);
+    }
+
+    #[test]
+    fn the_instant_is_now_plus_the_time_to_work() {
+        let now = Instant::now();
+        let at = |deadline_ms| Deadline::from_epoch_ms_at(deadline_ms, Some(NOW_MS), now);
+        assert_eq!(
+            at(NOW_MS + 2_000).instant(),
+            now + Duration::from_millis(1_800)
+        );
+        assert_eq!(at(0).instant(), now + Duration::from_secs(29));
+        assert_eq!(at(NOW_MS - 5_000).instant(), now);
+    }
+
+    #[test]
+    fn remaining_saturates_once_past() {
+        let past = Deadline::at(Instant::now());
+        assert!(past.is_past());
+        assert_eq!(past.remaining(), Duration::ZERO);
+        // Far enough ahead that no scheduler delay reaches it.
+        let ahead = Deadline::at(Instant::now() + Duration::from_secs(3_600));
+        assert!(!ahead.is_past());
+        assert!(ahead.remaining() > Duration::ZERO);
+    }
+
+    #[test]
+    fn the_context_deadline_is_read() {
+        let mut context = lambda_runtime::Context::default();
+        assert!(!Deadline::from_context(&context).is_past(), "unknown: 29 s");
+        context.deadline = 1;
+        assert!(Deadline::from_context(&context).is_past(), "1970");
     }
 
     #[test]

@@ -1,17 +1,34 @@
 //! Everything a function does once per cold start, in one call.
 //!
 //! ```no_run
+//! use shared::config::{ConfigError, Env, table_name};
+//!
+//! /// The function's own settings.
+//! struct Config {
+//!     table_name: String,
+//! }
+//!
+//! impl Config {
+//!     fn from_env(env: &dyn Env) -> Result<Self, ConfigError> {
+//!         Ok(Self { table_name: table_name(env, "TABLE_NAME", "where orders go")? })
+//!     }
+//! }
+//!
 //! # async fn handler(e: lambda_runtime::LambdaEvent<serde_json::Value>) -> Result<serde_json::Value, lambda_runtime::Error> { Ok(e.payload) }
 //! #[tokio::main]
 //! async fn main() -> Result<(), lambda_runtime::Error> {
-//!     let init = shared::init_or_exit();        // allocator policy, vCPUs, pool, logging
+//!     // Every setting, shared and the function's own, is checked first; then
+//!     // logging, the allocator policy and the Rayon pool are installed.
+//!     let (init, config) = shared::start_or_exit(Config::from_env);
+//!     # let _ = config.table_name;
 //!     shared::run(&init, lambda_runtime::service_fn(handler)).await
 //! }
 //! ```
 //!
-//! [`init`] reads and validates every shared setting, applies the allocator's
-//! memory-return policy, sizes and builds the Rayon pool, and installs logging.
-//! The settings it reads are listed in [`SETTINGS`].
+//! [`start`] reads and validates every shared setting and, with the reader the
+//! function hands in, the function's own; only then does it apply the
+//! allocator's memory-return policy, build the Rayon pool and install logging.
+//! The shared settings are listed in [`SETTINGS`].
 
 pub mod allocator;
 pub mod arena;
@@ -49,12 +66,12 @@ pub struct Init {
     pub policy: allocator::Policy,
     /// The allocator serving this binary.
     pub allocator: &'static str,
-    /// When `init` started (close to process start).
+    /// When cold start began (close to process start).
     pub started: Instant,
 }
 
 impl Init {
-    /// Time since `init` started.
+    /// Time since cold start began.
     pub fn elapsed(&self) -> Duration {
         self.started.elapsed()
     }
@@ -86,7 +103,7 @@ pub struct Facts {
 /// Why cold start failed. `Display` is one line naming the cause.
 #[derive(Debug, thiserror::Error)]
 pub enum InitError {
-    /// A setting has a value that cannot be used.
+    /// A shared setting has a value that cannot be used.
     #[error(transparent)]
     Config(#[from] ConfigError),
     /// The allocator refused its policy.
@@ -98,9 +115,17 @@ pub enum InitError {
     /// Logging could not be installed.
     #[error(transparent)]
     Logging(#[from] logging::AlreadyInitialised),
+    /// One of the function's own settings (read by the reader handed to
+    /// [`start`]) cannot be used. The message is that error's `Display`, on
+    /// one line.
+    #[error("{0}")]
+    Function(String),
 }
 
 /// Do all cold-start work, reading settings from the process environment.
+///
+/// Transitional, to be removed: use [`start`], which also reads the
+/// function's own settings before installing anything.
 pub fn init() -> Result<Init, InitError> {
     init_with(&ProcessEnv)
 }
@@ -119,11 +144,24 @@ impl Init {
     }
 }
 
-/// Do all cold-start work with settings from `env`.
+/// Do all cold-start work with the shared settings from `env`.
 ///
-/// Every setting is validated before anything global is changed, so a bad
-/// setting leaves the process untouched.
+/// Transitional, to be removed: use [`start`].
 pub fn init_with(env: &dyn Env) -> Result<Init, InitError> {
+    start(env, |_| Ok::<(), std::convert::Infallible>(())).map(|(init, ())| init)
+}
+
+/// Do all cold-start work with settings from `env`: the shared ones and the
+/// function's own, read by `settings` (such as a `Config::from_env`).
+///
+/// Every setting is read and validated before anything global is changed
+/// (logging, allocator policy, Rayon pool), so a bad setting, shared or the
+/// function's, leaves the process untouched. Shared settings are checked
+/// first; `settings` is not called when one of them is bad.
+pub fn start<C, E: std::fmt::Display>(
+    env: &dyn Env,
+    settings: impl FnOnce(&dyn Env) -> Result<C, E>,
+) -> Result<(Init, C), InitError> {
     let log_settings = logging::Settings::from_env(env)?;
     let Init {
         vcpus,
@@ -131,6 +169,9 @@ pub fn init_with(env: &dyn Env) -> Result<Init, InitError> {
         started,
         ..
     } = Init::decide(env)?;
+    // `Display` of any error type: keep the promised single line.
+    let config = settings(env)
+        .map_err(|e| InitError::Function(e.to_string().lines().collect::<Vec<_>>().join(" ")))?;
 
     logging::init(&log_settings)?;
     let applied = allocator::apply(policy).map_err(InitError::Allocator)?;
@@ -147,22 +188,34 @@ pub fn init_with(env: &dyn Env) -> Result<Init, InitError> {
         init_ms = started.elapsed().as_secs_f64() * 1000.0,
         "shared init done"
     );
-    Ok(Init {
+    let init = Init {
         vcpus,
         policy,
         allocator: allocator::NAME,
         started,
-    })
+    };
+    Ok((init, config))
+}
+
+/// [`start`] with the process environment, or print one line
+/// `cold start failed: <error naming the setting>` and exit with status 1.
+///
+/// Lambda reports the exit as `Runtime.ExitError` with that line in the logs.
+pub fn start_or_exit<C, E: std::fmt::Display>(
+    settings: impl FnOnce(&dyn Env) -> Result<C, E>,
+) -> (Init, C) {
+    or_exit(start(&ProcessEnv, settings))
 }
 
 /// [`init`], or print one line naming the bad setting and exit with status 1.
 ///
-/// Lambda reports the exit as `Runtime.ExitError` with that line in the logs.
+/// Transitional, to be removed: use [`start_or_exit`], which also validates
+/// the function's own settings before installing anything.
 pub fn init_or_exit() -> Init {
     or_exit(init())
 }
 
-/// The value, or (for cold-start errors such as a function's own settings)
+/// The value, or (for other cold-start errors, such as a failed calibration)
 /// print `cold start failed: <error>` and exit with status 1.
 pub fn or_exit<T, E: std::fmt::Display>(result: Result<T, E>) -> T {
     result.unwrap_or_else(|e| {

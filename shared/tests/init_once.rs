@@ -1,15 +1,24 @@
 //! Cold-start work happens once: a second attempt is an error value, never a panic.
 //! (Its own test binary: it installs process-wide state.)
 
+use shared::config::{ConfigError, Env};
 use shared::{InitError, allocator::Policy, logging, pool, vcpus::Source};
+
+/// A function without settings of its own.
+fn no_settings(_: &dyn Env) -> Result<(), ConfigError> {
+    Ok(())
+}
 
 #[test]
 fn init_once_then_errors_without_panicking() {
-    let init = shared::init_with(&[
-        ("WORKER_COUNT", "3"),
-        ("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "1769"),
-        ("MEMORY_RETURN", "keep"),
-    ])
+    let (init, ()) = shared::start(
+        &[
+            ("WORKER_COUNT", "3"),
+            ("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "1769"),
+            ("MEMORY_RETURN", "keep"),
+        ],
+        no_settings,
+    )
     .expect("first init");
     assert_eq!(
         (init.vcpus.workers, init.vcpus.decided_by),
@@ -24,7 +33,10 @@ fn init_once_then_errors_without_panicking() {
     assert_eq!(names, expected);
 
     // A second init fails on logging, the first global it installs.
-    assert!(matches!(shared::init_with(&[]), Err(InitError::Logging(_))));
+    assert!(matches!(
+        shared::start(&[], no_settings),
+        Err(InitError::Logging(_))
+    ));
     // Each global on its own: an error value, not a panic.
     let settings = logging::Settings::from_env(&[]).expect("settings");
     assert!(logging::init(&settings).is_err());
@@ -34,7 +46,7 @@ fn init_once_then_errors_without_panicking() {
 
 #[test]
 fn bad_setting_fails_before_changing_anything() {
-    let err = shared::init_with(&[("WORKER_COUNT", "0")]).expect_err("invalid");
+    let err = shared::start(&[("WORKER_COUNT", "0")], no_settings).expect_err("invalid");
     assert_eq!(
         err.to_string(),
         "invalid WORKER_COUNT=\"0\": must be a whole number from 1 to 256"

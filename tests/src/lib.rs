@@ -3,13 +3,13 @@
 //! `template.yaml`, on free loopback ports. Everything started is stopped on
 //! drop, also when a test fails.
 
+use local_stack::emulator::Emulator;
+pub use local_stack::emulator::init_duration_ms;
+use local_stack::template::{Function, Template};
+pub use local_stack::workspace_root;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use xtask::emulator::Emulator;
-pub use xtask::emulator::init_duration_ms;
-use xtask::template::{Function, Template};
-pub use xtask::workspace_root;
 
 /// The binaries of the three functions, as named in `template.yaml`.
 pub const FUNCTIONS: [&str; 3] = ["order-processor", "password-hasher", "arrow-worker"];
@@ -53,7 +53,7 @@ pub fn function(name: &str) -> Function {
 /// Start `name` under the emulator, as the template declares it, with `env` on top.
 pub fn start(name: &str, env: &[(&str, &str)]) -> Emulator {
     static RUN: AtomicUsize = AtomicUsize::new(0);
-    let rie = xtask::tools::emulator().unwrap_or_else(|e| panic!("{e}"));
+    let rie = local_stack::tools::emulator().unwrap_or_else(|e| panic!("{e}"));
     let logs = workspace_root().join("target").join("e2e-logs");
     std::fs::create_dir_all(&logs).unwrap_or_else(|e| panic!("{}: {e}", logs.display()));
     let log = logs.join(format!(
@@ -67,7 +67,7 @@ pub fn start(name: &str, env: &[(&str, &str)]) -> Emulator {
 
 /// The sample events of a function: every file in `events/<name>/`.
 pub fn events(name: &str) -> Vec<(PathBuf, String)> {
-    xtask::sample_events(name).unwrap_or_else(|e| panic!("{e}"))
+    local_stack::events::of(name).unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// The JSON log lines among `logs` (the function's own lines under
@@ -101,7 +101,7 @@ pub fn file_name(path: &Path) -> String {
 /// SQS records (standard queue) carrying the sample orders `range`, message
 /// ids `msg-N`.
 pub fn sample_records(range: std::ops::Range<u64>) -> Vec<aws_lambda_events::sqs::SqsMessage> {
-    order_processor::sample::records(range, order_processor::sample::body)
+    testkit::orders::records(range, testkit::orders::body)
 }
 
 /// Every item of a local table as `order_id -> content_hash`, by paginated scan.
@@ -134,7 +134,7 @@ pub async fn stored_hashes(
 pub fn expected_hashes(range: std::ops::Range<u64>) -> std::collections::BTreeMap<String, String> {
     range
         .map(|n| {
-            let valid = order_processor::order::validate(order_processor::sample::order(n))
+            let valid = order_processor::order::validate(testkit::orders::order(n))
                 .unwrap_or_else(|e| panic!("sample {n}: {e}"));
             (valid.order.order_id.clone(), valid.hash_hex())
         })
@@ -152,7 +152,7 @@ pub fn invalid_bodies(rounds: u64) -> Vec<String> {
         "at most 100 rounds of distinct invalid bodies"
     );
     let tampered = |n: u64, change: &dyn Fn(&mut Value)| {
-        let mut order: Value = serde_json::from_str(&order_processor::sample::body(n))
+        let mut order: Value = serde_json::from_str(&testkit::orders::body(n))
             .unwrap_or_else(|e| panic!("sample {n}: {e}"));
         change(&mut order);
         order.to_string()
@@ -183,16 +183,17 @@ pub fn invalid_bodies(rounds: u64) -> Vec<String> {
 /// function at it (as `sam local invoke` users do with `AWS_ENDPOINT_URL_*`).
 pub struct LocalDynamoDb {
     /// The server (stopped on drop).
-    pub server: xtask::dynamodb_local::DynamoDbLocal,
+    pub server: local_stack::dynamodb_local::DynamoDbLocal,
     env: Vec<(&'static str, String)>,
 }
 
 impl LocalDynamoDb {
     /// Start an in-memory DynamoDB Local and create the template's tables.
     pub async fn start() -> Self {
-        let server =
-            xtask::dynamodb_local::DynamoDbLocal::start(&scratch("dynamodb").with_extension("log"))
-                .unwrap_or_else(|e| panic!("{e}"));
+        let server = local_stack::dynamodb_local::DynamoDbLocal::start(
+            &scratch("dynamodb").with_extension("log"),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
         Self::with_tables(server).await
     }
 
@@ -201,8 +202,8 @@ impl LocalDynamoDb {
     /// again on the same port and path finds every item written before.
     pub async fn start_persistent(db_path: &Path) -> Self {
         std::fs::create_dir_all(db_path).unwrap_or_else(|e| panic!("{}: {e}", db_path.display()));
-        let port = xtask::process::free_port().unwrap_or_else(|e| panic!("free port: {e}"));
-        let server = xtask::dynamodb_local::DynamoDbLocal::start_on(
+        let port = local_stack::process::free_port().unwrap_or_else(|e| panic!("free port: {e}"));
+        let server = local_stack::dynamodb_local::DynamoDbLocal::start_on(
             port,
             Some(db_path),
             &scratch("dynamodb").with_extension("log"),
@@ -212,18 +213,21 @@ impl LocalDynamoDb {
     }
 
     /// Create the template's tables on `server`.
-    async fn with_tables(server: xtask::dynamodb_local::DynamoDbLocal) -> Self {
+    async fn with_tables(server: local_stack::dynamodb_local::DynamoDbLocal) -> Self {
         let template = Template::load(&workspace_root().join("template.yaml"))
             .unwrap_or_else(|e| panic!("{e}"));
-        xtask::dynamodb_local::create_tables(&template, &server.client())
+        local_stack::dynamodb_local::create_tables(&template, &server.client())
             .await
             .unwrap_or_else(|e| panic!("{e}"));
         let env = vec![
             ("AWS_ENDPOINT_URL_DYNAMODB", server.endpoint()),
-            ("AWS_ACCESS_KEY_ID", xtask::local_aws::ACCESS_KEY.to_owned()),
+            (
+                "AWS_ACCESS_KEY_ID",
+                local_stack::local_aws::ACCESS_KEY.to_owned(),
+            ),
             (
                 "AWS_SECRET_ACCESS_KEY",
-                xtask::local_aws::ACCESS_KEY.to_owned(),
+                local_stack::local_aws::ACCESS_KEY.to_owned(),
             ),
         ];
         Self { server, env }
@@ -240,24 +244,24 @@ impl LocalDynamoDb {
 /// dead-lettering happen in seconds.
 pub struct LocalQueues {
     /// The server (stopped on drop).
-    pub server: xtask::elasticmq::ElasticMq,
+    pub server: local_stack::elasticmq::ElasticMq,
     /// A client for it.
     pub client: aws_sdk_sqs::Client,
     /// The queues, dead-letter queues first.
-    pub queues: Vec<xtask::elasticmq::LocalQueue>,
+    pub queues: Vec<local_stack::elasticmq::LocalQueue>,
 }
 
 impl LocalQueues {
     /// Start ElasticMQ and create the template's queues.
     pub async fn start(visibility_timeout_s: u32) -> Self {
         let server =
-            xtask::elasticmq::ElasticMq::start(&scratch("elasticmq").with_extension("log"))
+            local_stack::elasticmq::ElasticMq::start(&scratch("elasticmq").with_extension("log"))
                 .unwrap_or_else(|e| panic!("{e}"));
         let template = Template::load(&workspace_root().join("template.yaml"))
             .unwrap_or_else(|e| panic!("{e}"));
         let client = server.client();
         let queues =
-            xtask::elasticmq::create_queues(&template, &client, Some(visibility_timeout_s))
+            local_stack::elasticmq::create_queues(&template, &client, Some(visibility_timeout_s))
                 .await
                 .unwrap_or_else(|e| panic!("{e}"));
         Self {
@@ -268,7 +272,7 @@ impl LocalQueues {
     }
 
     /// The queue with this logical id.
-    pub fn queue(&self, logical_id: &str) -> &xtask::elasticmq::LocalQueue {
+    pub fn queue(&self, logical_id: &str) -> &local_stack::elasticmq::LocalQueue {
         self.queues
             .iter()
             .find(|q| q.spec.logical_id == logical_id)

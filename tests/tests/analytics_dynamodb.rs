@@ -22,7 +22,7 @@ const REPORTS_TABLE: &str = "ReportsTable";
 
 fn valid_orders() -> Vec<ValidOrder> {
     (0..ORDERS)
-        .map(|n| validate(order_processor::sample::order(n)).expect("sample orders are valid"))
+        .map(|n| validate(testkit::orders::order(n)).expect("sample orders are valid"))
         .collect()
 }
 

@@ -324,7 +324,7 @@ async fn order_body_case(case: &Case) {
             case.name
         )
     });
-    let control = |n| order_processor::sample::body(n);
+    let control = |n| testkit::orders::body(n);
     let records = vec![
         sqs_record("msg-before", &control(1)),
         sqs_record("msg-case", body),
@@ -422,7 +422,7 @@ async fn order_processor_answers_the_largest_batch_inside_the_response_limit() {
             // SQS message ids are UUIDs: 36 characters.
             let id = format!("00000000-0000-4000-8000-{n:012}");
             let body = if n % 2 == 0 {
-                order_processor::sample::body(n)
+                testkit::orders::body(n)
             } else {
                 format!("not an order {n}")
             };
@@ -1000,7 +1000,7 @@ fn sqs_bodies_beyond_the_limit_are_refused_before_parsing() {
     let body = format!("{{{}", "x".repeat(SQS_MESSAGE_BYTES - 1));
     let err = order_processor::order::parse(&body).expect_err("too large");
     assert_eq!(err.class(), "too_large", "{err}");
-    let order: Order = order_processor::sample::order(1);
+    let order: Order = testkit::orders::order(1);
     let mut valid = serde_json::to_string(&order).expect("order");
     valid.push_str(&" ".repeat(order_processor::order::MAX_BODY_BYTES - valid.len()));
     assert!(order_processor::order::parse(&valid).is_ok());

@@ -16,12 +16,16 @@
 //! `mixed_batch_acknowledges_exactly_the_stored_orders` and
 //! `fifo_panic_blocks_its_group` in `functions/order-processor/src/handler.rs`,
 //! whose store fake panics on a chosen order; the event source mapping's
-//! handling of `batchItemFailures` by those in `xtask/src/event_source.rs`.
+//! handling of `batchItemFailures` by those in `local-stack/src/event_source.rs`.
 
 use e2e::{
     LocalDynamoDb, LocalQueues, expected_hashes, invalid_bodies, json_lines, start, stored_hashes,
 };
-use order_processor::sample::body;
+use local_stack::dynamodb_local::DynamoDbLocal;
+use local_stack::elasticmq::{LocalQueue, depth, send, take_all};
+use local_stack::emulator::{Emulator, Invocation};
+use local_stack::event_source::EventSource;
+use local_stack::template::{SqsSource, Template};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io::{BufRead, BufReader, Write};
@@ -32,11 +36,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
-use xtask::dynamodb_local::DynamoDbLocal;
-use xtask::elasticmq::{LocalQueue, depth, send, take_all};
-use xtask::emulator::{Emulator, Invocation};
-use xtask::event_source::EventSource;
-use xtask::template::{SqsSource, Template};
+use testkit::orders::body;
 
 const TABLE: &str = "OrdersTable";
 
@@ -186,8 +186,8 @@ async fn a_dynamodb_that_never_answers_fails_every_record_before_the_function_ti
         "order-processor",
         &[
             ("AWS_ENDPOINT_URL_DYNAMODB", endpoint.as_str()),
-            ("AWS_ACCESS_KEY_ID", xtask::local_aws::ACCESS_KEY),
-            ("AWS_SECRET_ACCESS_KEY", xtask::local_aws::ACCESS_KEY),
+            ("AWS_ACCESS_KEY_ID", local_stack::local_aws::ACCESS_KEY),
+            ("AWS_SECRET_ACCESS_KEY", local_stack::local_aws::ACCESS_KEY),
             // Read by the emulator (and passed on to the function): it sets
             // each invocation's deadline and stops a function that overruns.
             ("AWS_LAMBDA_FUNCTION_TIMEOUT", &timeout),
@@ -351,8 +351,8 @@ async fn throttling_bursts_are_retried_and_every_order_is_stored_once() {
         "order-processor",
         &[
             ("AWS_ENDPOINT_URL_DYNAMODB", endpoint.as_str()),
-            ("AWS_ACCESS_KEY_ID", xtask::local_aws::ACCESS_KEY),
-            ("AWS_SECRET_ACCESS_KEY", xtask::local_aws::ACCESS_KEY),
+            ("AWS_ACCESS_KEY_ID", local_stack::local_aws::ACCESS_KEY),
+            ("AWS_SECRET_ACCESS_KEY", local_stack::local_aws::ACCESS_KEY),
         ],
     );
     let ledger = Ledger::default();

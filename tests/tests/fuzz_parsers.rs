@@ -61,13 +61,7 @@ struct Target {
 }
 
 fn events(function: &str) -> Vec<Value> {
-    xtask::sample_events(function)
-        .expect("events")
-        .into_iter()
-        .map(|(path, text)| {
-            serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-        })
-        .collect()
+    local_stack::events::json_of(function).unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// A JSON array of zeros `len` bytes long (at least 3): the most values per byte.
@@ -90,7 +84,7 @@ fn padded(seed: &[u8], len: usize) -> Vec<u8> {
 
 #[test]
 fn sqs_order_bodies() {
-    use order_processor::fuzz_checks::{SIZE_LIMIT, VOCABULARY, check, seeds};
+    use testkit::fuzz::orders::{SIZE_LIMIT, VOCABULARY, check, seeds};
     let seeds: Vec<Vec<u8>> = events("order-processor").iter().flat_map(seeds).collect();
     let edges = vec![
         padded(&seeds[0], SIZE_LIMIT),
@@ -111,7 +105,7 @@ fn sqs_order_bodies() {
 
 #[test]
 fn hasher_requests_direct_and_function_url() {
-    use password_hasher::fuzz_checks::{VOCABULARY, check, seeds};
+    use testkit::fuzz::hasher::{VOCABULARY, check, seeds};
     fuzz(&Target {
         name: "hasher request",
         seeds: seeds(&events("password-hasher")),
@@ -125,7 +119,7 @@ fn hasher_requests_direct_and_function_url() {
 
 #[test]
 fn arrow_worker_requests() {
-    use arrow_worker::fuzz_checks::{VOCABULARY, check_request, request_seeds};
+    use testkit::fuzz::arrow::{VOCABULARY, check_request, request_seeds};
     fuzz(&Target {
         name: "arrow request",
         seeds: request_seeds(&events("arrow-worker")),
@@ -139,7 +133,7 @@ fn arrow_worker_requests() {
 
 #[test]
 fn dynamodb_items_read_back() {
-    use arrow_worker::fuzz_checks::{check_items, item_seeds};
+    use testkit::fuzz::arrow::{check_items, item_seeds};
     fuzz(&Target {
         name: "dynamodb items",
         seeds: item_seeds(),

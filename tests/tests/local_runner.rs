@@ -3,8 +3,8 @@
 //! ElasticMQ, the emulator, the local event source mapping, every sample event.
 
 use e2e::{FUNCTIONS, binary, events, function, scratch};
+use local_stack::runner::{Options, run};
 use std::collections::BTreeSet;
-use xtask::runner::{Options, run};
 
 #[test]
 fn the_local_runner_shows_the_whole_application_working() {

@@ -2,14 +2,14 @@
 //! loopback port, its table created from template.yaml, stopped afterwards).
 
 use e2e::{expected_hashes, sample_records, scratch, stored_hashes, workspace_root};
+use local_stack::dynamodb_local::{self, DynamoDbLocal};
+use local_stack::template::Template;
 use order_processor::config::Config;
 use order_processor::dynamodb::DynamoStore;
 use order_processor::handler::{Handler, Outcome};
 use std::collections::BTreeSet;
 use std::time::Duration;
 use tokio::time::Instant;
-use xtask::dynamodb_local::{self, DynamoDbLocal};
-use xtask::template::Template;
 
 const TABLE: &str = "OrdersTable";
 
@@ -87,7 +87,7 @@ async fn a_thousand_orders_are_stored_once_and_redelivery_writes_nothing() {
 async fn an_outage_fails_exactly_the_affected_messages_and_replay_completes_the_set() {
     let data = scratch("dynamodb-outage");
     std::fs::create_dir_all(&data).expect("data dir");
-    let port = xtask::process::free_port().expect("port");
+    let port = local_stack::process::free_port().expect("port");
     let ddb = DynamoDbLocal::start_on(port, Some(&data), &data.join("first.log"))
         .expect("DynamoDB Local");
     create_tables(&ddb).await;

@@ -4,10 +4,10 @@
 //! redrive policy comes from `template.yaml`.
 
 use e2e::{LocalDynamoDb, LocalQueues, expected_hashes, invalid_bodies, start, stored_hashes};
+use local_stack::elasticmq::{depth, send, take_all};
+use local_stack::event_source::EventSource;
+use local_stack::template::Template;
 use std::time::{Duration, Instant};
-use xtask::elasticmq::{depth, send, take_all};
-use xtask::event_source::EventSource;
-use xtask::template::Template;
 
 const VALID: u64 = 450;
 const DUPLICATES: u64 = 20;
@@ -29,8 +29,8 @@ async fn five_hundred_orders_end_with_the_valid_ones_stored_and_the_invalid_dead
     let dead_letters = queues.queue(&redrive.dead_letter_queue);
 
     let invalid = invalid_bodies(5);
-    let mut bodies: Vec<String> = (0..VALID).map(order_processor::sample::body).collect();
-    bodies.extend((0..DUPLICATES).map(|n| order_processor::sample::body(n * 7)));
+    let mut bodies: Vec<String> = (0..VALID).map(testkit::orders::body).collect();
+    bodies.extend((0..DUPLICATES).map(|n| testkit::orders::body(n * 7)));
     bodies.extend(invalid.iter().cloned());
     assert_eq!(bodies.len(), 500);
     // A fixed shuffle (7 is coprime to 500) so that batches mix valid,

@@ -5,8 +5,8 @@
 
 use base64::Engine;
 use e2e::{LocalDynamoDb, invoke_bytes, start};
+use local_stack::emulator::Emulator;
 use serde_json::{Value, json};
-use xtask::emulator::Emulator;
 
 /// Distinctive passwords, each with a part that alone would show a leak.
 const PASSWORDS: [(&str, &str); 4] = [
@@ -167,7 +167,7 @@ fn password_hasher_at_trace() {
 
 /// An order of customer `cust-<marker>-<n>`.
 fn order_body(n: u64) -> String {
-    let mut order = order_processor::sample::order(n);
+    let mut order = testkit::orders::order(n);
     order.order_id = format!("ord-secret-{n:04}");
     order.customer_id = format!("cust-{ORDER_MARKER}-{n}");
     serde_json::to_string(&order).expect("order")

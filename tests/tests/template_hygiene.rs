@@ -1,7 +1,7 @@
 //! `template.yaml` grants no more than it needs and passes checkov. (cfn-lint
 //! runs in the suite as `sam validate --lint`.)
 
-use xtask::{checkov, least_privilege, workspace_root};
+use local_stack::{checkov, least_privilege, workspace_root};
 
 #[test]
 fn no_iam_grant_is_wider_than_needed() {

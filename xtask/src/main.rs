@@ -2,20 +2,26 @@
 //!
 //! - `tools`  install the pinned tools into `.tools/` (also done by the others)
 //! - `test`   the whole suite: fmt, clippy, every test, each allocator, SAM lint and build
-//! - `run`    the whole application locally (see `xtask::runner`): `sam build`,
+//! - `run`    the whole application locally (`local-stack run`): `sam build`,
 //!   DynamoDB Local, ElasticMQ, the functions under the runtime interface
 //!   emulator, the sample events; `--keep` leaves it running, polled;
 //!   `--visibility-timeout S` sets the local queues' (default 2 s)
 //! - `build-arm64`  cross-build the three functions for Graviton (zig)
 //! - `check-init`  start a project with `sam init` from the template zip
-//!   (`xtask::scaffold`) and run its unit tests
-//! - `lab [--quick]`  the performance lab (`xtask::lab`): `BENCHMARKS.md` and
+//!   (`scaffold`) and run its unit tests
+//! - `lab [--quick]`  the performance lab (the `lab` crate): `BENCHMARKS.md` and
 //!   its plots; `--quick` is the suite's small run that checks properties only
+//!
+//! This crate only dispatches: the local stack (`local-stack/`) and the lab
+//! (`lab/`) are crates of their own, run with `cargo run`, so `cargo xtask`
+//! compiles no AWS SDK and no plotting library.
 
+mod command;
+mod scaffold;
+
+use command::{cargo, describe, package, run, workspace_root};
 use std::process::{Command, ExitCode};
 use std::time::Instant;
-use xtask::sam::{sam, sam_with};
-use xtask::{cargo, lab, runner, scaffold, tools, workspace_root};
 
 const USAGE: &str = "usage: cargo xtask <tools | test | run [--keep] [--visibility-timeout SECONDS] | build-arm64 | check-init | lab [--quick]>";
 
@@ -23,13 +29,16 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let result = match args.as_slice() {
-        ["tools"] => tools::install(),
+        ["tools"] => run(&mut package("local-stack", &["tools"])),
         ["test"] => test(),
-        ["run", flags @ ..] => run_options(flags).and_then(run),
-        ["build-arm64"] => xtask::sam::build_arm64(),
-        ["lab"] => lab::run(lab::Scale::Full, &xtask::sam::release_builds),
-        ["lab", "--quick"] => lab::run(lab::Scale::Quick, &|| Ok(())),
+        ["run", flags @ ..] => run(&mut package("local-stack", &[&["run"], flags].concat())),
+        ["build-arm64"] => run(&mut package("local-stack", &["build-arm64"])),
+        ["lab", flags @ ..] => run(&mut package("lab", flags)),
         ["check-init"] => check_init(),
+        ["--help" | "-h" | "help"] => {
+            println!("{USAGE}");
+            Ok(())
+        }
         _ => Err(USAGE.to_owned()),
     };
     match result {
@@ -41,18 +50,23 @@ fn main() -> ExitCode {
     }
 }
 
+/// `sam ARGS` from the pinned venv (through the local stack, which pins it).
+fn sam(args: &[&str]) -> Command {
+    package("local-stack", &[&["sam"], args].concat())
+}
+
 /// Run `command` and require that it fails with `message` in its output.
 fn expect_failure(command: &mut Command, message: &str) -> Result<(), String> {
     let output = command
         .output()
-        .map_err(|e| format!("{}: {e}", tools::describe(command)))?;
+        .map_err(|e| format!("{}: {e}", describe(command)))?;
     let text = String::from_utf8_lossy(&output.stderr);
     if !output.status.success() && text.contains(message) {
         Ok(())
     } else {
         Err(format!(
             "{} should fail with {message:?}, but: {}\n{text}",
-            tools::describe(command),
+            describe(command),
             output.status
         ))
     }
@@ -62,15 +76,18 @@ fn expect_failure(command: &mut Command, message: &str) -> Result<(), String> {
 fn test() -> Result<(), String> {
     type Step = (&'static str, Box<dyn Fn() -> Result<(), String>>);
     let mut steps: Vec<Step> = vec![
-        ("install pinned tools", Box::new(tools::install)),
+        (
+            "install pinned tools",
+            Box::new(|| run(&mut package("local-stack", &["tools"]))),
+        ),
         (
             "cargo fmt --check",
-            Box::new(|| tools::run(cargo().args(["fmt", "--all", "--check"]))),
+            Box::new(|| run(cargo().args(["fmt", "--all", "--check"]))),
         ),
         (
             "cargo clippy -D warnings",
             Box::new(|| {
-                tools::run(cargo().args([
+                run(cargo().args([
                     "clippy",
                     "--workspace",
                     "--all-targets",
@@ -82,11 +99,11 @@ fn test() -> Result<(), String> {
         ),
         (
             "cargo test (unit, integration, end-to-end)",
-            Box::new(|| tools::run(cargo().args(["test", "--workspace"]))),
+            Box::new(|| run(cargo().args(["test", "--workspace"]))),
         ),
         (
             "performance lab, quick (properties only)",
-            Box::new(|| lab::run(lab::Scale::Quick, &|| Ok(()))),
+            Box::new(|| run(&mut package("lab", &["--quick"]))),
         ),
     ];
     for feature in ["jemalloc", "snmalloc", "system"] {
@@ -97,7 +114,7 @@ fn test() -> Result<(), String> {
                 _ => "shared crate with the system allocator",
             },
             Box::new(move || {
-                tools::run(cargo().args([
+                run(cargo().args([
                     "test",
                     "--package",
                     "shared",
@@ -123,20 +140,19 @@ fn test() -> Result<(), String> {
     ));
     steps.push((
         "sam validate --lint",
-        Box::new(|| sam(&["validate", "--lint"])),
+        Box::new(|| run(&mut sam(&["validate", "--lint"]))),
     ));
     steps.push((
         "sam build (x86_64, quick profile)",
         Box::new(|| {
             // Proves the SAM + cargo-lambda wiring and the Lambda link; the
             // fat-LTO release build is for `sam build` / `cargo xtask run`.
-            sam_with(
-                &["build", "--build-dir", "target/sam-build-check"],
-                &[
+            run(
+                sam(&["build", "--build-dir", "target/sam-build-check"]).envs([
                     ("CARGO_PROFILE_RELEASE_LTO", "false"),
                     ("CARGO_PROFILE_RELEASE_CODEGEN_UNITS", "16"),
                     ("CARGO_PROFILE_RELEASE_OPT_LEVEL", "0"),
-                ],
+                ]),
             )
         }),
     ));
@@ -167,51 +183,6 @@ fn test() -> Result<(), String> {
     failed.map_or(Ok(()), Err)
 }
 
-/// Build with `sam build` (the release build Lambda gets), then run the
-/// application locally (`xtask::runner`).
-fn run(options: runner::Options) -> Result<(), String> {
-    tools::install()?;
-    sam(&["build"])?;
-    let root = workspace_root();
-    let summary = runner::run(
-        options,
-        &root.join(xtask::sam::X86_64_BUILD_DIR),
-        &root.join("target").join("local-logs"),
-    )?;
-    if summary.failures.is_empty() {
-        Ok(())
-    } else {
-        Err(format!(
-            "{} sample(s) failed: {}",
-            summary.failures.len(),
-            summary.failures.join("; ")
-        ))
-    }
-}
-
-/// The flags of `cargo xtask run`.
-fn run_options(flags: &[&str]) -> Result<runner::Options, String> {
-    let mut options = runner::Options {
-        keep: false,
-        visibility_timeout_s: runner::DEFAULT_VISIBILITY_TIMEOUT_S,
-    };
-    let mut flags = flags.iter();
-    while let Some(flag) = flags.next() {
-        match *flag {
-            "--keep" => options.keep = true,
-            "--visibility-timeout" => {
-                options.visibility_timeout_s = flags
-                    .next()
-                    .and_then(|s| s.parse().ok())
-                    .filter(|s| (1..=43_200).contains(s))
-                    .ok_or("--visibility-timeout needs whole seconds from 1 to 43200")?;
-            }
-            other => return Err(format!("unknown flag {other}\n{USAGE}")),
-        }
-    }
-    Ok(options)
-}
-
 /// Start a project from this repository as a user would: build the template zip
 /// (`xtask::scaffold`), `sam init` a project named `demo` from it, check that
 /// every file arrived as the zip holds it (only the stack name rendered), and run
@@ -223,11 +194,10 @@ fn check_init() -> Result<(), String> {
     if work.exists() {
         std::fs::remove_dir_all(&work).map_err(|e| format!("{}: {e}", work.display()))?;
     }
-    tools::install()?;
     let zip = scaffold::template_zip(&work)?;
     // With `--location`, `--no-interactive` alone still lets cookiecutter prompt
     // for `project_name`; `--no-input` takes the `--name` given.
-    sam(&[
+    run(&mut sam(&[
         "init",
         "--location",
         &format!("{WORK}/{}", scaffold::ZIP_NAME),
@@ -237,7 +207,7 @@ fn check_init() -> Result<(), String> {
         "--no-input",
         "--output-dir",
         &format!("{WORK}/out"),
-    ])?;
+    ]))?;
 
     let demo = work.join("out").join("demo");
     for file in ["template.yaml", "Cargo.toml", "Cargo.lock"] {
@@ -279,7 +249,7 @@ fn check_init() -> Result<(), String> {
         test.arg("--config")
             .arg(format!("profile.dev.package.{member}.codegen-units=255"));
     }
-    tools::run(&mut test)
+    run(&mut test)
 }
 
 /// The names of the packages of the workspace in `dir`.
@@ -290,13 +260,9 @@ fn workspace_members(dir: &std::path::Path) -> Result<Vec<String>, String> {
         .args(["metadata", "--no-deps", "--format-version", "1"]);
     let output = command
         .output()
-        .map_err(|e| format!("{}: {e}", tools::describe(&command)))?;
+        .map_err(|e| format!("{}: {e}", describe(&command)))?;
     if !output.status.success() {
-        return Err(format!(
-            "{} failed: {}",
-            tools::describe(&command),
-            output.status
-        ));
+        return Err(format!("{} failed: {}", describe(&command), output.status));
     }
     let metadata: serde_json::Value =
         serde_json::from_slice(&output.stdout).map_err(|e| format!("cargo metadata: {e}"))?;

@@ -19,7 +19,7 @@
 //! while the zip is written (the repository's own `samconfig.toml` stays valid
 //! TOML) and is the template's default project name.
 
-use crate::workspace_root;
+use crate::command::workspace_root;
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{Read, Write};
@@ -158,11 +158,11 @@ pub fn project_files(root: &Path) -> Result<Vec<String>, String> {
     ]);
     let output = command
         .output()
-        .map_err(|e| format!("{}: {e}", crate::tools::describe(&command)))?;
+        .map_err(|e| format!("{}: {e}", crate::command::describe(&command)))?;
     if !output.status.success() {
         return Err(format!(
             "{} failed: {}\n{}",
-            crate::tools::describe(&command),
+            crate::command::describe(&command),
             output.status,
             String::from_utf8_lossy(&output.stderr)
         ));

@@ -11,12 +11,9 @@ pub mod answer;
 pub mod columns;
 pub mod config;
 pub mod dynamodb;
-#[doc(hidden)]
-pub mod fuzz_checks;
 pub mod handler;
 pub mod merge;
 pub mod request;
 pub mod sample;
 pub mod scan;
 pub mod store;
-pub mod trial;

@@ -4,10 +4,7 @@
 pub mod cache;
 pub mod config;
 pub mod dynamodb;
-#[doc(hidden)]
-pub mod fuzz_checks;
 pub mod handler;
 pub mod order;
 pub mod retry;
-pub mod sample;
 pub mod store;

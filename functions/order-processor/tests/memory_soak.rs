@@ -30,7 +30,7 @@ impl OrderStore for NullStore {
 }
 
 fn batch(first: u64) -> Vec<SqsMessage> {
-    order_processor::sample::records(first..first + 10, order_processor::sample::body)
+    testkit::orders::records(first..first + 10, testkit::orders::body)
 }
 
 #[tokio::test]

@@ -2,10 +2,7 @@
 //! the function's vCPUs. `main.rs` wires these modules.
 
 pub mod config;
-#[doc(hidden)]
-pub mod fuzz_checks;
 pub mod handler;
 pub mod hashing;
 pub mod request;
 pub mod secret;
-pub mod yardstick;

@@ -8,7 +8,6 @@
 //! work and exits before any fuzzing.
 #![no_main]
 
-use serde_json::Value;
 use std::path::{Path, PathBuf};
 
 libfuzzer_sys::fuzz_target!(init: write_seeds_and_exit(), |_data: &[u8]| {});
@@ -32,31 +31,31 @@ fn write_seeds_and_exit() {
 type Target = (&'static str, Vec<Vec<u8>>, &'static [&'static str]);
 
 fn write_all(events: &Path, corpus: &Path, dict: &Path) -> Result<(), String> {
-    let orders = read_events(&events.join("order-processor"))?;
-    let hasher = read_events(&events.join("password-hasher"))?;
-    let arrow = read_events(&events.join("arrow-worker"))?;
+    let orders = local_stack::events::json_in(&events.join("order-processor"))?;
+    let hasher = local_stack::events::json_in(&events.join("password-hasher"))?;
+    let arrow = local_stack::events::json_in(&events.join("arrow-worker"))?;
     let targets: [Target; 4] = [
         (
             "order_body",
             orders
                 .iter()
-                .flat_map(order_processor::fuzz_checks::seeds)
+                .flat_map(testkit::fuzz::orders::seeds)
                 .collect(),
-            order_processor::fuzz_checks::VOCABULARY,
+            testkit::fuzz::orders::VOCABULARY,
         ),
         (
             "hasher_request",
-            password_hasher::fuzz_checks::seeds(&hasher),
-            password_hasher::fuzz_checks::VOCABULARY,
+            testkit::fuzz::hasher::seeds(&hasher),
+            testkit::fuzz::hasher::VOCABULARY,
         ),
         (
             "arrow_request",
-            arrow_worker::fuzz_checks::request_seeds(&arrow),
-            arrow_worker::fuzz_checks::VOCABULARY,
+            testkit::fuzz::arrow::request_seeds(&arrow),
+            testkit::fuzz::arrow::VOCABULARY,
         ),
         (
             "dynamodb_items",
-            arrow_worker::fuzz_checks::item_seeds(),
+            testkit::fuzz::arrow::item_seeds(),
             &[],
         ),
     ];
@@ -80,23 +79,6 @@ fn write_all(events: &Path, corpus: &Path, dict: &Path) -> Result<(), String> {
 }
 
 /// `dir/*.json`, sorted, each parsed.
-fn read_events(dir: &Path) -> Result<Vec<Value>, String> {
-    let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map_err(|e| format!("{}: {e}", dir.display()))?
-        .filter_map(Result::ok)
-        .map(|entry| entry.path())
-        .filter(|path| path.extension().is_some_and(|ext| ext == "json"))
-        .collect();
-    paths.sort();
-    paths
-        .iter()
-        .map(|path| {
-            let text = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
-            serde_json::from_slice(&text).map_err(|e| format!("{}: {e}", path.display()))
-        })
-        .collect()
-}
-
 /// A dictionary entry's text: printable ASCII as is, the rest as `\xNN`.
 fn escaped(word: &str) -> String {
     word.bytes()

@@ -1,9 +1,9 @@
-//! Timing helpers for the bcrypt benchmark and the performance lab: this
+//! Timing helpers for the performance lab: this
 //! function's hashing against the system's `crypt(3)` (libxcrypt), and a batch
 //! on a pool of a given size. Not used by the function itself.
 
-use crate::hashing::hash_all;
-use crate::secret::Secret;
+use password_hasher::hashing::hash_all;
+use password_hasher::secret::Secret;
 use std::process::Command;
 use std::time::Instant;
 

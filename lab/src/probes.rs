@@ -1,16 +1,15 @@
-//! The lab's probes: small programs next to each function
-//! (`functions/*/examples/lab_*.rs`) that run the real handler code and print
-//! one JSON line. Built once per allocator, so every allocator runs the same
-//! code.
+//! The lab's probes: small programs in `lab/probes/examples/` that run the
+//! functions' real code and print one JSON line. Built once per allocator, so
+//! every allocator runs the same code.
 
-use crate::{tools, workspace_root};
+use local_stack::{tools, workspace_root};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// The allocators a function can be built with (its cargo features).
 pub const ALLOCATORS: [&str; 4] = ["system", "mimalloc", "jemalloc", "snmalloc"];
-/// The functions that carry probes.
-const PACKAGES: [&str; 3] = ["order-processor", "arrow-worker", "password-hasher"];
+/// The package of the probes.
+const PACKAGE: &str = "lab-probes";
 /// The probes, one per function.
 const PROBES: [&str; 3] = ["lab_orders", "lab_prewarm", "lab_bcrypt"];
 /// The Cargo profile of the full lab: release optimisation without fat LTO.
@@ -26,7 +25,7 @@ impl Probes {
     /// The suite's own debug builds (default allocator only): `cargo test`
     /// builds examples, so in the suite this compiles nothing new.
     pub fn debug() -> Result<Self, String> {
-        tools::run(crate::cargo().args(["test", "--workspace", "--no-run", "--quiet"]))?;
+        tools::run(local_stack::cargo().args(["test", "--workspace", "--no-run", "--quiet"]))?;
         Ok(Self {
             dirs: vec![(
                 "mimalloc",
@@ -45,11 +44,7 @@ impl Probes {
         let mut dirs = Vec::new();
         for allocator in ALLOCATORS {
             progress(&format!("building the probes with {allocator}"));
-            let features: Vec<String> = PACKAGES
-                .iter()
-                .map(|p| format!("{p}/{allocator}"))
-                .collect();
-            let mut build = crate::cargo();
+            let mut build = local_stack::cargo();
             build.args([
                 "build",
                 "--quiet",
@@ -57,11 +52,11 @@ impl Probes {
                 PROFILE,
                 "--examples",
                 "--no-default-features",
+                "--package",
+                PACKAGE,
+                "--features",
+                allocator,
             ]);
-            for package in PACKAGES {
-                build.args(["--package", package]);
-            }
-            build.args(["--features", &features.join(",")]);
             tools::run(&mut build)?;
             let dir = target.join("lab-probes").join(allocator);
             std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;

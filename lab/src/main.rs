@@ -1,4 +1,4 @@
-//! The performance lab. `cargo xtask lab` measures, on this machine, what the
+//! The performance lab. `cargo xtask lab` (this binary) measures, on this machine, what the
 //! template's choices buy (allocators, bcrypt, arena pre-warm, cold start,
 //! memory size) and writes `BENCHMARKS.md` with SVG plots in `benchmarks/`.
 //! `cargo xtask lab --quick` runs the same code small on the suite's debug
@@ -10,19 +10,41 @@
 //! `prewarm`, `bcrypt` (with `power`) and `cold_start` measure; `machine` says
 //! where; `report` and `plot` write it down.
 
-pub mod bcrypt;
-pub mod cold_start;
-pub mod machine;
-pub mod memory;
-pub mod plot;
-pub mod power;
-pub mod prewarm;
-pub mod probes;
-pub mod report;
+mod bcrypt;
+mod cold_start;
+mod machine;
+mod memory;
+mod plot;
+mod power;
+mod prewarm;
+mod probes;
+mod report;
 
-use crate::workspace_root;
 use indicatif::{ProgressBar, ProgressStyle};
+use local_stack::workspace_root;
+use std::process::ExitCode;
 use std::time::Duration;
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let result = match args
+        .iter()
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .as_slice()
+    {
+        [] => run(Scale::Full, &local_stack::sam::release_builds),
+        ["--quick"] => run(Scale::Quick, &|| Ok(())),
+        _ => Err("usage: lab [--quick]".to_owned()),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
 
 /// How big a lab run is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -102,7 +124,7 @@ pub fn run(scale: Scale, build_release: &dyn Fn() -> Result<(), String>) -> Resu
     };
     bar.finish_and_clear();
 
-    let template = crate::template::Template::load(&workspace_root().join("template.yaml"))?;
+    let template = local_stack::template::Template::load(&workspace_root().join("template.yaml"))?;
     let hasher_memory_mb = u64::from(template.function("password-hasher")?.memory_mb);
     let results = Results {
         hasher_memory_mb,

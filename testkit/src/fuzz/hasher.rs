@@ -12,13 +12,13 @@
 //! A violated property comes back as `Err(what)`; a panic of the code under
 //! test is left to propagate, so the engine sees it.
 
-use crate::config::Limits;
-use crate::handler::{Hasher, is_function_url};
-use crate::hashing::Estimator;
-use crate::request::{self, MAX_PASSWORD_BYTES, Request};
-use crate::secret::Secret;
 use base64::Engine;
 use lambda_runtime::{Context, Diagnostic, LambdaEvent};
+use password_hasher::config::Limits;
+use password_hasher::handler::{Hasher, is_function_url};
+use password_hasher::hashing::Estimator;
+use password_hasher::request::{self, MAX_PASSWORD_BYTES, Request};
+use password_hasher::secret::Secret;
 use serde_json::{Value, json};
 use std::time::Duration;
 

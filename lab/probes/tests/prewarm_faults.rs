@@ -3,7 +3,7 @@
 //! Each variant runs in a fresh child process (this test binary, re-run with
 //! `TRIAL_CHILD` set), so neither inherits the other's heap.
 
-use arrow_worker::trial::ArenaPrewarm;
+use lab_probes::trial::ArenaPrewarm;
 use std::process::Command;
 
 const ROWS: usize = 100_000;
@@ -20,7 +20,7 @@ async fn child_variant() {
     } else {
         ArenaPrewarm::Off
     };
-    let trial = arrow_worker::trial::run(ROWS, arena, prewarm, 2)
+    let trial = lab_probes::trial::run(ROWS, arena, prewarm, 2)
         .await
         .expect("trial");
     let faults: Vec<String> = trial

@@ -15,11 +15,11 @@
 use order_processor::config::Config;
 use order_processor::handler::Handler;
 use order_processor::order::ValidOrder;
-use order_processor::sample;
 use order_processor::store::{OrderStore, PutOutcome, StoreError};
 use shared::allocator::{self, Policy};
 use shared::config::ProcessEnv;
 use std::time::{Duration, Instant};
+use testkit::orders as sample;
 
 /// Most RSS samples per phase without gaps (a burst is sampled evenly).
 const SAMPLES_PER_BURST: u64 = 500;

@@ -173,8 +173,8 @@ fn install_dynamodb_local() -> Result<(), String> {
         &jar,
         "DynamoDB Local",
     )?;
-    // The launcher that binds 127.0.0.1 only (see xtask/java/).
-    let source = workspace_root().join("xtask/java/LoopbackDynamoDbLocal.java");
+    // The launcher that binds 127.0.0.1 only (see local-stack/java/).
+    let source = workspace_root().join("local-stack/java/LoopbackDynamoDbLocal.java");
     let class = dynamodb_local_launcher().join("LoopbackDynamoDbLocal.class");
     let fresh = |from: &Path, to: &Path| {
         let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();

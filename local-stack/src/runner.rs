@@ -418,7 +418,7 @@ fn keep_running(
 
 /// `events/<function>/*.json`, sorted: (file name, event).
 fn samples(function: &str) -> Result<Vec<(String, Value)>, String> {
-    crate::sample_events(function)?
+    crate::events::of(function)?
         .into_iter()
         .map(|(path, text)| {
             let event =

@@ -12,15 +12,17 @@
 //! A violated property comes back as `Err(what)`; a panic of the code under
 //! test is left to propagate, so the engine sees it.
 
-use crate::aggregate::aggregate;
-use crate::answer::{Answer, Group, Rows, Skipped, Stats};
-use crate::columns::{self, Flaw, Item, PROJECTION, Row, day_of};
-use crate::config::Config;
-use crate::handler::Worker;
-use crate::merge::merge;
-use crate::request::{self, GroupBy, MAX_LIMIT, MAX_SEGMENTS, Query, Request, Segment, Window};
-use crate::sample::{self, DAY_MS, START_MS};
-use crate::store::MemoryStore;
+use arrow_worker::aggregate::aggregate;
+use arrow_worker::answer::{Answer, Group, Rows, Skipped, Stats};
+use arrow_worker::columns::{self, Flaw, Item, PROJECTION, Row, day_of};
+use arrow_worker::config::Config;
+use arrow_worker::handler::Worker;
+use arrow_worker::merge::merge;
+use arrow_worker::request::{
+    self, GroupBy, MAX_LIMIT, MAX_SEGMENTS, Query, Request, Segment, Window,
+};
+use arrow_worker::sample::{self, DAY_MS, START_MS};
+use arrow_worker::store::MemoryStore;
 use aws_sdk_dynamodb::primitives::Blob;
 use aws_sdk_dynamodb::types::AttributeValue;
 use lambda_runtime::{Context, LambdaEvent};

@@ -8,7 +8,7 @@
 //! - for each Lambda memory size MB, the worker count the shared crate chooses
 //!   there (no cgroup limit, as many cores as Lambda's largest size has).
 
-use password_hasher::yardstick::{batch_seconds, passwords, side_by_side};
+use lab_probes::yardstick::{batch_seconds, passwords, side_by_side};
 use shared::vcpus;
 
 const PER_ROUND: usize = 4;

@@ -1,6 +1,6 @@
 //! Deterministic sample orders for tests, benchmarks and the local demo.
 
-use crate::order::{Item, Order};
+use order_processor::order::{Item, Order};
 
 const CURRENCIES: [&str; 4] = ["EUR", "USD", "GBP", "JPY"];
 /// 2026-11-01T00:00:00Z in seconds.
@@ -65,11 +65,11 @@ mod tests {
 
     #[test]
     fn samples_are_valid_and_distinct() {
-        let a = crate::order::parse(&body(1)).expect("valid");
-        let b = crate::order::parse(&body(2)).expect("valid");
+        let a = order_processor::order::parse(&body(1)).expect("valid");
+        let b = order_processor::order::parse(&body(2)).expect("valid");
         assert_ne!(a.content_hash, b.content_hash);
         for n in 0..2_000 {
-            crate::order::parse(&body(n)).unwrap_or_else(|e| panic!("sample {n}: {e}"));
+            order_processor::order::parse(&body(n)).unwrap_or_else(|e| panic!("sample {n}: {e}"));
         }
     }
 }

@@ -11,11 +11,11 @@
 //! A violated property comes back as `Err(what)`; a panic of the code under
 //! test is left to propagate, so the engine sees it.
 
-use crate::config::Config;
-use crate::handler::{Failure, Handler, Outcome};
-use crate::order::{self, Invalid, MAX_BODY_BYTES, ValidOrder};
-use crate::store::{OrderStore, PutOutcome, StoreError};
 use aws_lambda_events::sqs::{SqsEvent, SqsMessage};
+use order_processor::config::Config;
+use order_processor::handler::{Failure, Handler, Outcome};
+use order_processor::order::{self, Invalid, MAX_BODY_BYTES, ValidOrder};
+use order_processor::store::{OrderStore, PutOutcome, StoreError};
 use serde_json::Value;
 use shared::orders::{MAX_AMOUNT_CENTS, MAX_ID_LEN, MAX_ITEMS, MAX_TOTAL_QUANTITY};
 use std::time::Duration;
@@ -198,7 +198,7 @@ mod tests {
 
     #[test]
     fn sample_bodies_and_refusals_pass_the_checks() {
-        for body in [crate::sample::body(7), "{not json".into(), " ".into()] {
+        for body in [crate::orders::body(7), "{not json".into(), " ".into()] {
             check(body.as_bytes()).expect("checks hold");
         }
         check(b"{\"order_id\": \"\xff\"}").expect("not UTF-8: the event is refused");

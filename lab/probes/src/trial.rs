@@ -1,12 +1,12 @@
-//! A first-invocation trial, for the pre-warm test and benchmark: a fresh
+//! A first-invocation trial, for the pre-warm test and the lab probe: a fresh
 //! worker over generated orders, invoked `rounds` times, each round timed and
 //! its minor page faults counted. Run it in a fresh process per variant, so no
 //! variant inherits another's heap.
 
-use crate::config::Config;
-use crate::handler::Worker;
-use crate::sample;
-use crate::store::MemoryStore;
+use arrow_worker::config::Config;
+use arrow_worker::handler::Worker;
+use arrow_worker::sample;
+use arrow_worker::store::MemoryStore;
 use shared::allocator::{self, Policy};
 use shared::arena;
 use std::time::{Duration, Instant};
@@ -78,7 +78,7 @@ pub async fn run(
     };
     let worker = Worker::new(MemoryStore::new(items, 1_000), config, 1, prewarm);
     if warm_code {
-        crate::aggregate::warm_up().map_err(|e| e.to_string())?;
+        arrow_worker::aggregate::warm_up().map_err(|e| e.to_string())?;
     }
     let payload = serde_json::json!({"operation": "aggregate", "query": {"group_by": "customer"}});
     let mut results = Vec::with_capacity(rounds);

@@ -1,5 +1,5 @@
 //! Performance-lab probe: a cold start of the Arrow worker followed by a few
-//! invocations over generated orders (see `arrow_worker::trial`), printing one
+//! invocations over generated orders (see `lab_probes::trial`), printing one
 //! JSON line: each invocation's time and minor page faults.
 //!
 //! `lab_prewarm off|shipped|forced ROWS ARENA_MIB ROUNDS` (run by `cargo xtask lab`)
@@ -8,7 +8,7 @@
 //!   an allocator the template refuses to pre-warm, the line says `refused`;
 //! - `forced`: arena pre-faulted even where the template refuses, + code warm-up.
 
-use arrow_worker::trial::{self, ArenaPrewarm};
+use lab_probes::trial::{self, ArenaPrewarm};
 use shared::arena::{self, NotStarted};
 
 fn main() -> Result<(), String> {

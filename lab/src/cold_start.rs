@@ -3,17 +3,17 @@
 //! for x86_64 and arm64.
 
 use super::median;
-use crate::emulator::Emulator;
-use crate::template::Template;
-use crate::{tools, workspace_root};
+use local_stack::emulator::Emulator;
+use local_stack::template::Template;
+use local_stack::{tools, workspace_root};
 use std::path::PathBuf;
 
 /// Cold starts per function; the median is reported.
 const STARTS: usize = 5;
 /// Where `sam build` and `cargo xtask build-arm64` put the bootstraps.
 pub const BUILD_DIRS: [(&str, &str); 2] = [
-    ("x86_64", crate::sam::X86_64_BUILD_DIR),
-    ("arm64", crate::sam::ARM64_BUILD_DIR),
+    ("x86_64", local_stack::sam::X86_64_BUILD_DIR),
+    ("arm64", local_stack::sam::ARM64_BUILD_DIR),
 ];
 
 /// One function.
