@@ -93,13 +93,14 @@ impl Emulator {
         })
     }
 
-    /// Invoke the function with `payload`, as `sam local invoke -e` does.
-    pub fn invoke(&self, payload: &str) -> Result<Invocation, String> {
+    /// Invoke the function with `payload` (any bytes: the suite also sends
+    /// what is not JSON), as `sam local invoke -e` does.
+    pub fn invoke(&self, payload: impl AsRef<[u8]>) -> Result<Invocation, String> {
         let response = self
             .agent
             .post(&self.url)
             .header("content-type", "application/json")
-            .send(payload)
+            .send(payload.as_ref())
             .map_err(|e| format!("invoke {}: {e}", self.url))?;
         let status = response.status().as_u16();
         let body = response

@@ -17,7 +17,7 @@ pub fn json_of(function: &str) -> Result<Vec<Value>, String> {
 
 /// Every `*.json` in `dir`, sorted, with its text.
 pub fn in_dir(dir: &Path) -> Result<Vec<(PathBuf, String)>, String> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
         .map_err(|e| format!("{}: {e}", dir.display()))?
         .filter_map(Result::ok)
         .map(|entry| entry.path())

@@ -39,7 +39,7 @@ pub fn stop_all_on_interrupt() -> Result<(), String> {
 }
 
 /// Every descendant of `pid`, from `/proc/PID/task/*/children` (Linux).
-fn descendants(pid: u32) -> Vec<u32> {
+pub fn descendants(pid: u32) -> Vec<u32> {
     let mut found = Vec::new();
     let mut queue = vec![pid];
     while let Some(parent) = queue.pop() {
@@ -87,6 +87,19 @@ fn signal_group(pgid: u32, signal: &str) {
     let _ = Command::new("kill")
         .args([&format!("-{signal}"), "--", &format!("-{pgid}")])
         .status();
+}
+
+/// Send `signal` (`STOP`, `TERM`, …) to the process `pid`.
+pub fn signal(pid: u32, signal: &str) -> Result<(), String> {
+    let status = Command::new("kill")
+        .args([&format!("-{signal}"), &pid.to_string()])
+        .status()
+        .map_err(|e| format!("kill: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("kill -{signal} {pid}: {status}"))
+    }
 }
 
 /// A free TCP port on 127.0.0.1 (the OS picks it; the listener is closed at once).

@@ -277,7 +277,7 @@ fn invoke_samples(
     let emulator = stack.function(function)?;
     println!("\n{title}: events/{function}/");
     for (file, event) in samples(function)? {
-        let answer = emulator.invoke(&event.to_string())?;
+        let answer = emulator.invoke(event.to_string())?;
         let body = answer.json().unwrap_or(Value::Null);
         // A Function URL answer wraps the JSON in an HTTP response.
         let inner = body["body"]

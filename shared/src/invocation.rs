@@ -24,20 +24,6 @@ fn begin_invocation() -> bool {
     INVOCATIONS.fetch_add(1, Ordering::Relaxed) == 0
 }
 
-/// Time left before an invocation's deadline (`Context::deadline`, Unix epoch
-/// ms), at most Lambda's 15-minute limit; `None` when the deadline is unknown
-/// (0, outside Lambda).
-///
-/// Raw time, without a margin to answer: functions use [`Deadline`] instead.
-/// To be removed once no function calls it.
-pub fn time_left(deadline_epoch_ms: u64) -> Option<Duration> {
-    if deadline_epoch_ms == 0 {
-        return None;
-    }
-    let now_ms = now_epoch_ms().unwrap_or(0);
-    Some(Duration::from_millis(deadline_epoch_ms.saturating_sub(now_ms)).min(MAX_INVOCATION))
-}
-
 /// Lambda's longest timeout: a deadline further away is not believed.
 const MAX_INVOCATION: Duration = Duration::from_secs(15 * 60);
 
@@ -205,22 +191,6 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn time_left_until_the_deadline() {
-        assert_eq!(time_left(0), None);
-        let now_ms = u64::try_from(
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .expect("clock")
-                .as_millis(),
-        )
-        .expect("ms");
-        let left = time_left(now_ms + 2_000).expect("known");
-        assert!(left <= Duration::from_secs(2), "{left:?}");
-        assert_eq!(time_left(now_ms - 5_000), Some(Duration::ZERO));
-        assert_eq!(time_left(u64::MAX), Some(MAX_INVOCATION));
-    }
 
     /// An arbitrary fixed wall-clock reading (2024-06-01T00:00:00Z).
     const NOW_MS: u64 = 1_717_200_000_000;

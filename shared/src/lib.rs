@@ -122,14 +122,6 @@ pub enum InitError {
     Function(String),
 }
 
-/// Do all cold-start work, reading settings from the process environment.
-///
-/// Transitional, to be removed: use [`start`], which also reads the
-/// function's own settings before installing anything.
-pub fn init() -> Result<Init, InitError> {
-    init_with(&ProcessEnv)
-}
-
 impl Init {
     /// Read and validate the settings and decide, without installing anything
     /// global (no logging, no pool, no allocator change): for unit tests and
@@ -142,13 +134,6 @@ impl Init {
             started: Instant::now(),
         })
     }
-}
-
-/// Do all cold-start work with the shared settings from `env`.
-///
-/// Transitional, to be removed: use [`start`].
-pub fn init_with(env: &dyn Env) -> Result<Init, InitError> {
-    start(env, |_| Ok::<(), std::convert::Infallible>(())).map(|(init, ())| init)
 }
 
 /// Do all cold-start work with settings from `env`: the shared ones and the
@@ -205,14 +190,6 @@ pub fn start_or_exit<C, E: std::fmt::Display>(
     settings: impl FnOnce(&dyn Env) -> Result<C, E>,
 ) -> (Init, C) {
     or_exit(start(&ProcessEnv, settings))
-}
-
-/// [`init`], or print one line naming the bad setting and exit with status 1.
-///
-/// Transitional, to be removed: use [`start_or_exit`], which also validates
-/// the function's own settings before installing anything.
-pub fn init_or_exit() -> Init {
-    or_exit(init())
 }
 
 /// The value, or (for other cold-start errors, such as a failed calibration)

@@ -3,16 +3,29 @@
 //! `template.yaml`, on free loopback ports. Everything started is stopped on
 //! drop, also when a test fails.
 
+use local_stack::elasticmq::{LocalQueue, depth, send, take_all};
 use local_stack::emulator::Emulator;
 pub use local_stack::emulator::init_duration_ms;
-use local_stack::template::{Function, Template};
+use local_stack::template::{Function, SqsSource, Template};
 pub use local_stack::workspace_root;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-/// The binaries of the three functions, as named in `template.yaml`.
-pub const FUNCTIONS: [&str; 3] = ["order-processor", "password-hasher", "arrow-worker"];
+/// `template.yaml`, read.
+pub fn template() -> Template {
+    Template::load(&workspace_root().join("template.yaml")).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// The binaries of the template's functions, in the template's order.
+pub fn functions() -> Vec<String> {
+    template()
+        .functions()
+        .unwrap_or_else(|e| panic!("{e}"))
+        .into_iter()
+        .map(|f| f.binary)
+        .collect()
+}
 
 /// The debug build of function `name` (the suite tests behaviour, not speed).
 ///
@@ -45,9 +58,7 @@ pub fn binary(name: &str) -> PathBuf {
 
 /// The function declared in `template.yaml` with this binary.
 pub fn function(name: &str) -> Function {
-    Template::load(&workspace_root().join("template.yaml"))
-        .and_then(|t| t.function(name))
-        .unwrap_or_else(|e| panic!("{e}"))
+    template().function(name).unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// Start `name` under the emulator, as the template declares it, with `env` on top.
@@ -214,9 +225,7 @@ impl LocalDynamoDb {
 
     /// Create the template's tables on `server`.
     async fn with_tables(server: local_stack::dynamodb_local::DynamoDbLocal) -> Self {
-        let template = Template::load(&workspace_root().join("template.yaml"))
-            .unwrap_or_else(|e| panic!("{e}"));
-        local_stack::dynamodb_local::create_tables(&template, &server.client())
+        local_stack::dynamodb_local::create_tables(&template(), &server.client())
             .await
             .unwrap_or_else(|e| panic!("{e}"));
         let env = vec![
@@ -257,11 +266,9 @@ impl LocalQueues {
         let server =
             local_stack::elasticmq::ElasticMq::start(&scratch("elasticmq").with_extension("log"))
                 .unwrap_or_else(|e| panic!("{e}"));
-        let template = Template::load(&workspace_root().join("template.yaml"))
-            .unwrap_or_else(|e| panic!("{e}"));
         let client = server.client();
         let queues =
-            local_stack::elasticmq::create_queues(&template, &client, Some(visibility_timeout_s))
+            local_stack::elasticmq::create_queues(&template(), &client, Some(visibility_timeout_s))
                 .await
                 .unwrap_or_else(|e| panic!("{e}"));
         Self {
@@ -272,51 +279,108 @@ impl LocalQueues {
     }
 
     /// The queue with this logical id.
-    pub fn queue(&self, logical_id: &str) -> &local_stack::elasticmq::LocalQueue {
+    pub fn queue(&self, logical_id: &str) -> &LocalQueue {
         self.queues
             .iter()
             .find(|q| q.spec.logical_id == logical_id)
             .unwrap_or_else(|| panic!("no queue {logical_id}"))
     }
+
+    /// The queue `source` reads, its dead-letter queue and `maxReceiveCount`.
+    pub fn with_dead_letters(&self, source: &SqsSource) -> (&LocalQueue, &LocalQueue, usize) {
+        let queue = self.queue(&source.queue);
+        let redrive = queue.spec.redrive.clone().expect("a redrive policy");
+        let receives = usize::try_from(redrive.max_receive_count).expect("maxReceiveCount");
+        (queue, self.queue(&redrive.dead_letter_queue), receives)
+    }
+
+    /// Send `bodies` to `queue`, a quarter of them on each of four connections.
+    pub async fn send_all(&self, queue: &LocalQueue, bodies: &[String]) {
+        let quarter = bodies.len().div_ceil(4).max(1);
+        futures::future::try_join_all(
+            bodies
+                .chunks(quarter)
+                .map(|part| send(&self.client, queue, part, "orders")),
+        )
+        .await
+        .expect("send");
+    }
 }
 
-/// POST `body`, any bytes (`Emulator::invoke` sends text), to the emulator's
-/// invoke URL: the HTTP status and the answer's body.
-pub fn invoke_bytes(emulator: &Emulator, body: &[u8]) -> (u16, String) {
-    use std::io::{Read, Write};
-    let url = emulator.url();
-    let rest = url
-        .strip_prefix("http://")
-        .unwrap_or_else(|| panic!("not an http URL: {url}"));
-    let (host, path) = rest
-        .split_once('/')
-        .unwrap_or_else(|| panic!("no path: {url}"));
-    let mut stream =
-        std::net::TcpStream::connect(host).unwrap_or_else(|e| panic!("connect {host}: {e}"));
-    stream
-        .set_read_timeout(Some(std::time::Duration::from_secs(300)))
-        .unwrap_or_else(|e| panic!("read timeout: {e}"));
-    // HTTP/1.0: the answer ends when the server closes (no chunked encoding).
-    let head = format!(
-        "POST /{path} HTTP/1.0\r\nHost: {host}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
-        body.len()
+/// The order processor's SQS event (the event source mapping SAM creates).
+pub fn order_source(template: &Template) -> SqsSource {
+    template
+        .sqs_sources()
+        .expect("SQS events")
+        .into_iter()
+        .find(|s| s.function == "order-processor")
+        .expect("the order processor has an SQS event")
+}
+
+/// DynamoDB Local (its database in the folder `db_path`, else in memory) with
+/// the template's tables, and ElasticMQ with the template's queues (visibility
+/// timeout `visibility_timeout_s`), started side by side.
+pub async fn servers(
+    db_path: Option<PathBuf>,
+    visibility_timeout_s: u32,
+) -> (LocalDynamoDb, LocalQueues) {
+    let dynamodb = tokio::spawn(async move {
+        match db_path {
+            Some(path) => LocalDynamoDb::start_persistent(&path).await,
+            None => LocalDynamoDb::start().await,
+        }
+    });
+    let queues = tokio::spawn(LocalQueues::start(visibility_timeout_s));
+    let (dynamodb, queues) = tokio::join!(dynamodb, queues);
+    (
+        dynamodb.expect("DynamoDB Local"),
+        queues.expect("ElasticMQ"),
+    )
+}
+
+/// The end every run of orders through the queue must reach: each valid order
+/// stored exactly once with the content sent, exactly the invalid bodies
+/// dead-lettered (so no valid order there), the order queue empty.
+pub async fn assert_reconciled(
+    table: &aws_sdk_dynamodb::Client,
+    queues: &LocalQueues,
+    orders: &LocalQueue,
+    dead_letters: &LocalQueue,
+    valid: std::ops::Range<u64>,
+    invalid: &[String],
+) {
+    const TABLE: &str = "OrdersTable";
+    let stored = stored_hashes(table, TABLE).await;
+    let expected = expected_hashes(valid);
+    let missing = expected.keys().filter(|k| !stored.contains_key(*k)).count();
+    let unexpected = stored.keys().filter(|k| !expected.contains_key(*k)).count();
+    assert!(
+        stored == expected,
+        "{TABLE}: {} items, {missing} orders missing, {unexpected} unexpected, {} with other content",
+        stored.len(),
+        expected
+            .iter()
+            .filter(|(k, v)| stored.get(*k).is_some_and(|s| s != *v))
+            .count()
     );
-    stream
-        .write_all(head.as_bytes())
-        .and_then(|()| stream.write_all(body))
-        .unwrap_or_else(|e| panic!("send to {url}: {e}"));
-    let mut answer = Vec::new();
-    stream
-        .read_to_end(&mut answer)
-        .unwrap_or_else(|e| panic!("read from {url}: {e}"));
-    let answer = String::from_utf8_lossy(&answer);
-    let (head, body) = answer
-        .split_once("\r\n\r\n")
-        .unwrap_or_else(|| panic!("not an HTTP answer: {answer}"));
-    let status = head
-        .split(' ')
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| panic!("no status: {head}"));
-    (status, body.to_owned())
+    let mut dead = take_all(&queues.client, &dead_letters.url)
+        .await
+        .expect("dead letters");
+    let mut expected_dead = invalid.to_vec();
+    dead.sort();
+    expected_dead.sort();
+    assert!(
+        dead == expected_dead,
+        "dead-letter queue: {} messages, {} of them valid orders, {} invalid bodies expected",
+        dead.len(),
+        dead.iter()
+            .filter(|b| order_processor::order::parse(b).is_ok())
+            .count(),
+        invalid.len()
+    );
+    assert_eq!(
+        depth(&queues.client, &orders.url).await.expect("depth"),
+        0,
+        "order queue empty"
+    );
 }

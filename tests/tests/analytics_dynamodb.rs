@@ -6,8 +6,8 @@
 use arrow_worker::answer::{Answer, Group};
 use arrow_worker::config::Config;
 use arrow_worker::dynamodb::{DynamoStore as ReportStore, report_attr};
-use arrow_worker::handler::Worker;
-use arrow_worker::request::{GroupBy, MAX_LIMIT, Query, Segment};
+use arrow_worker::handler::Handler;
+use arrow_worker::query::{GroupBy, MAX_LIMIT, Query, Segment};
 use aws_sdk_dynamodb::types::AttributeValue;
 use e2e::LocalDynamoDb;
 use futures::future::join_all;
@@ -108,14 +108,14 @@ fn summary(groups: &[Group]) -> Vec<(String, u64, u64, u64, u64)> {
         .collect()
 }
 
-fn worker(ddb: &LocalDynamoDb, workers: usize) -> Worker<ReportStore> {
+fn worker(ddb: &LocalDynamoDb, workers: usize) -> Handler<ReportStore> {
     let env = [
         ("TABLE_NAME", ORDERS_TABLE),
         ("REPORTS_TABLE", REPORTS_TABLE),
     ];
     let config = Config::from_env(&env).expect("config");
     let store = ReportStore::new(ddb.server.client(), ORDERS_TABLE, REPORTS_TABLE);
-    Worker::new(store, config, workers, None)
+    Handler::new(store, config, workers, None)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -8,21 +8,21 @@
 //! `serde_json::from_slice` into the handler's event type, as in `lambda_runtime`.
 
 use arrow_worker::columns::Item as StoredItem;
-use arrow_worker::request::MAX_LIMIT;
+use arrow_worker::query::MAX_LIMIT;
 use aws_lambda_events::sqs::{SqsBatchResponse, SqsEvent, SqsMessage};
 use base64::Engine;
-use e2e::{invoke_bytes, start, workspace_root};
+use e2e::{start, workspace_root};
 use lambda_runtime::{Context, LambdaEvent};
-use order_processor::handler::{BatchReport, Failure, Handler, Outcome};
-use order_processor::order::{Order, ValidOrder};
-use order_processor::store::{OrderStore, PutOutcome, StoreError};
+use order_processor::error::RecordFailure;
+use order_processor::handler::{BatchReport, Handler, Outcome};
+use order_processor::order::Order;
 use password_hasher::config::Limits;
-use password_hasher::handler::Hasher;
-use password_hasher::hashing::{Estimator, on_pool};
+use password_hasher::hashing::Estimator;
 use serde_json::{Value, json};
-use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::sync::Mutex;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use shared::invocation::Deadline;
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use testkit::store::MemoryOrders;
 
 /// Lambda's limit on a synchronous request and on a response (6 MB).
 const LAMBDA_PAYLOAD_BYTES: usize = 6 * 1024 * 1024;
@@ -183,31 +183,10 @@ fn template_env(name: &str) -> Vec<(&'static str, &'static str)> {
 
 // ------------------------------------------------------------ order processor
 
-/// The in-memory order store: id -> content hash, conditional like DynamoDB.
-#[derive(Default)]
-struct MemoryOrders(Mutex<HashMap<String, [u8; 32]>>);
-
-impl OrderStore for MemoryOrders {
-    async fn put_order(&self, order: &ValidOrder) -> Result<PutOutcome, StoreError> {
-        let mut items = self
-            .0
-            .lock()
-            .map_err(|_| StoreError::permanent("poisoned"))?;
-        Ok(match items.get(&order.order.order_id) {
-            None => {
-                items.insert(order.order.order_id.clone(), order.content_hash);
-                PutOutcome::Written
-            }
-            Some(hash) if *hash == order.content_hash => PutOutcome::AlreadyStored,
-            Some(_) => PutOutcome::Conflict,
-        })
-    }
-}
-
 fn order_handler() -> Handler<MemoryOrders> {
     let env = template_env("order-processor");
     let config = order_processor::config::Config::from_env(&env.as_slice()).expect("config");
-    Handler::new(MemoryOrders::default(), &config)
+    Handler::new(MemoryOrders::new(), &config)
 }
 
 fn sqs_record(id: &str, body: &str) -> SqsMessage {
@@ -229,7 +208,7 @@ async fn run_batch(
     let report = order_handler()
         .process(
             &records,
-            tokio::time::Instant::now() + Duration::from_secs(timeout),
+            Deadline::at(Instant::now() + Duration::from_secs(timeout)),
         )
         .await
         .map_err(|e| e.to_string());
@@ -272,7 +251,7 @@ fn check_record(case: &Case, report: &BatchReport, failed: &[String], id: &str, 
         );
         return;
     }
-    let Outcome::Failed(Failure::Invalid(invalid)) = outcome else {
+    let Outcome::Failed(RecordFailure::Invalid(invalid)) = outcome else {
         panic!("{}: {id} is {outcome:?}, expected {expect}", case.name);
     };
     assert_eq!(invalid.class(), expect, "{}: {invalid}", case.name);
@@ -451,11 +430,11 @@ async fn order_processor_answers_the_largest_batch_inside_the_response_limit() {
 
 // ------------------------------------------------------------ password hasher
 
-async fn hasher(limits: Limits) -> Hasher {
+async fn hasher(limits: Limits) -> password_hasher::handler::Handler {
     let env = template_env("password-hasher");
     let init = shared::Init::decide(&env.as_slice()).expect("init");
-    let estimator = on_pool(Estimator::calibrate).await.expect("calibration");
-    Hasher::new(init, limits, estimator)
+    let estimator = Estimator::calibrate().await.expect("calibration");
+    password_hasher::handler::Handler::new(init, limits, estimator)
 }
 
 fn template_limits() -> Limits {
@@ -548,7 +527,12 @@ fn check_answer(case: &Case, answer: &Value) {
 
 /// The request through a Function URL: an HTTP answer, 400 with a clear
 /// message when refused.
-async fn hasher_url_path(hasher: &Hasher, case: &Case, event: Value, status: u16) {
+async fn hasher_url_path(
+    hasher: &password_hasher::handler::Handler,
+    case: &Case,
+    event: Value,
+    status: u16,
+) {
     let answer = hasher
         .handle(LambdaEvent::new(event, context(hasher_timeout())))
         .await
@@ -581,7 +565,7 @@ async fn hasher_url_path(hasher: &Hasher, case: &Case, event: Value, status: u16
 
 /// The request as a direct invoke: the runtime deserialises it, the handler
 /// answers or returns a function error.
-async fn hasher_direct_path(hasher: &Hasher, case: &Case) {
+async fn hasher_direct_path(hasher: &password_hasher::handler::Handler, case: &Case) {
     let payload = match serde_json::from_slice::<Value>(&case.input) {
         Ok(payload) => payload,
         Err(e) => {
@@ -709,29 +693,31 @@ async fn password_hasher_refuses_work_that_cannot_finish_before_hashing() {
         .map(|i| format!("{PASSWORD_MARKER}-{i}"))
         .collect();
     let request = |cost: u32| {
-        serde_json::to_vec(&json!({"operation": "hash", "cost": cost, "passwords": passwords}))
-            .expect("request")
+        let body =
+            serde_json::to_vec(&json!({"operation": "hash", "cost": cost, "passwords": passwords}))
+                .expect("request");
+        password_hasher::request::parse(&body, &limits).expect("a valid request")
     };
     // Two seconds left: the largest batch at the highest cost is refused with
     // the estimate; hashing it would take minutes.
-    let deadline = std::time::Instant::now() + Duration::from_secs(2);
+    let deadline = Deadline::at(Instant::now() + Duration::from_secs(2));
     let refusal = hasher
-        .serve(&request(limits.max_cost), deadline)
+        .serve(request(limits.max_cost), deadline)
         .await
         .expect_err("too much work");
     assert_eq!(refusal.error_type(), "DeadlineTooShort");
     assert!(
-        refusal.message().contains(&format!(
+        refusal.to_string().contains(&format!(
             "{} hash(es) at cost {}",
             limits.batch, limits.max_cost
         )),
-        "{}",
-        refusal.message()
+        "{refusal}"
     );
-    // The whole invocation's time: the largest batch at the lowest cost fits.
-    let deadline = std::time::Instant::now() + Duration::from_secs(hasher_timeout());
+    // The whole invocation's time (less the shared deadline rule's margin):
+    // the largest batch at the lowest cost fits.
+    let deadline = Deadline::from_context(&context(hasher_timeout()));
     let answer = hasher
-        .serve(&request(limits.min_cost), deadline)
+        .serve(request(limits.min_cost), deadline)
         .await
         .expect("fits");
     assert_eq!(
@@ -742,9 +728,9 @@ async fn password_hasher_refuses_work_that_cannot_finish_before_hashing() {
 
 // ------------------------------------------------------------ arrow worker
 
-type Worker = arrow_worker::handler::Worker<arrow_worker::store::MemoryStore>;
+type ArrowHandler = arrow_worker::handler::Handler<testkit::arrow::MemoryStore>;
 
-fn arrow_worker(items: Vec<StoredItem>) -> Worker {
+fn arrow_worker(items: Vec<StoredItem>) -> ArrowHandler {
     let max_rows: &'static str = ARROW_MAX_ROWS.to_string().leak();
     let env = [
         ("TABLE_NAME", "orders"),
@@ -753,8 +739,8 @@ fn arrow_worker(items: Vec<StoredItem>) -> Worker {
         ("ARENA_MIB", "0"),
     ];
     let config = arrow_worker::config::Config::from_env(&env).expect("config");
-    Worker::new(
-        arrow_worker::store::MemoryStore::new(items, 1_000),
+    ArrowHandler::new(
+        testkit::arrow::MemoryStore::new(items, 1_000),
         config,
         2,
         None,
@@ -765,10 +751,10 @@ fn arrow_worker(items: Vec<StoredItem>) -> Worker {
 fn distinct_customers(n: usize) -> Vec<StoredItem> {
     (0..n)
         .map(|i| {
-            arrow_worker::sample::order_item(
+            testkit::arrow::order_item(
                 &format!("cust-{i:06}"),
                 "EUR",
-                arrow_worker::sample::START_MS,
+                testkit::arrow::START_MS,
                 100,
                 1,
             )
@@ -812,7 +798,7 @@ fn generate_arrow_request(spec: &Value) -> (Vec<u8>, Option<Vec<StoredItem>>) {
         }
         Some("rows") => (
             json!({"operation": "aggregate", "query": {"group_by": "currency"}}),
-            Some(arrow_worker::sample::items(n("rows"), 50, 3)),
+            Some(testkit::arrow::items(n("rows"), 50, 3)),
         ),
         Some("distinct_customers") => {
             let request = if spec["segment"] == true {
@@ -827,7 +813,7 @@ fn generate_arrow_request(spec: &Value) -> (Vec<u8>, Option<Vec<StoredItem>>) {
     (request.to_string().into_bytes(), items)
 }
 
-async fn arrow_case(worker: &Worker, case: &Case) {
+async fn arrow_case(worker: &ArrowHandler, case: &Case) {
     let payload = match serde_json::from_slice::<Value>(&case.input) {
         Ok(payload) => payload,
         Err(e) => {
@@ -871,7 +857,7 @@ async fn arrow_case(worker: &Worker, case: &Case) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn arrow_worker_corpus() {
-    let default = arrow_worker(arrow_worker::sample::items(2_000, 50, 7));
+    let default = arrow_worker(testkit::arrow::items(2_000, 50, 7));
     let cases = corpus("arrow-worker", |spec| generate_arrow_request(spec).0);
     for case in &cases {
         match generate_arrow_request_store(&case.spec) {
@@ -957,7 +943,8 @@ fn the_runtime_fails_the_whole_batch_when_a_record_cannot_be_read() {
     );
     for case in &cases {
         let file = &case.name;
-        let (status, body) = invoke_bytes(&emulator, &case.input);
+        let answer = emulator.invoke(&case.input).expect("invoke");
+        let (status, body) = (answer.status, answer.body);
         assert_eq!(status, 200, "{file}: {body}");
         let answer: Value = serde_json::from_str(&body).expect("JSON answer");
         assert!(
@@ -974,7 +961,8 @@ fn the_runtime_fails_the_whole_batch_when_a_record_cannot_be_read() {
         }
         // The same process answers the next event, record by record.
         let next = json!({"Records": [{"messageId": "after", "body": "{}"}]}).to_string();
-        let (status, body) = invoke_bytes(&emulator, next.as_bytes());
+        let answer = emulator.invoke(&next).expect("invoke");
+        let (status, body) = (answer.status, answer.body);
         assert_eq!(status, 200, "{body}");
         let answer: Value = serde_json::from_str(&body).expect("JSON answer");
         assert_eq!(

@@ -19,26 +19,24 @@
 //! handling of `batchItemFailures` by those in `local-stack/src/event_source.rs`.
 
 use e2e::{
-    LocalDynamoDb, LocalQueues, expected_hashes, invalid_bodies, json_lines, start, stored_hashes,
+    LocalQueues, assert_reconciled, invalid_bodies, json_lines, order_source, servers, start,
+    template,
 };
 use local_stack::dynamodb_local::DynamoDbLocal;
-use local_stack::elasticmq::{LocalQueue, depth, send, take_all};
+use local_stack::elasticmq::depth;
 use local_stack::emulator::{Emulator, Invocation};
 use local_stack::event_source::EventSource;
-use local_stack::template::{SqsSource, Template};
+use local_stack::process;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io::{BufRead, BufReader, Write};
 use std::net::{Ipv4Addr, TcpListener, TcpStream};
-use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 use testkit::orders::body;
-
-const TABLE: &str = "OrdersTable";
 
 // ------------------------------------------------------------------ scenarios
 
@@ -64,11 +62,10 @@ const RUN_VISIBILITY_S: u32 = 5;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dynamodb_killed_and_restarted_during_5000_messages_loses_and_duplicates_nothing() {
     let began = Instant::now();
-    let template = template();
-    let source = order_source(&template);
+    let source = order_source(&template());
     let data = DataDir::new("dynamodb-restart");
     let (dynamodb, queues) = servers(Some(data.0.clone()), RUN_VISIBILITY_S).await;
-    let (orders, dead_letters, receives) = order_queues(&queues, &source);
+    let (orders, dead_letters, receives) = queues.with_dead_letters(&source);
     let servers_up = began.elapsed();
 
     let valid: Vec<String> = (0..RUN_VALID)
@@ -80,7 +77,7 @@ async fn dynamodb_killed_and_restarted_during_5000_messages_loses_and_duplicates
     // deliveries happen during the run, not after it.
     let bodies = mixed(valid, &invalid, 1_000);
     assert_eq!(bodies.len(), 5_000);
-    send_all(&queues, orders, &bodies).await;
+    queues.send_all(orders, &bodies).await;
     let sent = began.elapsed();
 
     let env: Vec<(String, String)> = dynamodb
@@ -166,8 +163,7 @@ const TIMEOUT_S: u32 = 2;
 /// whole batch; again nothing is deleted.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dynamodb_that_never_answers_fails_every_record_before_the_function_timeout() {
-    let template = template();
-    let source = order_source(&template);
+    let source = order_source(&template());
     // Listening, never accepting: the kernel completes each connection and
     // queues the request, so the function's client waits for an answer that
     // never comes (no refusal, no reset).
@@ -177,10 +173,10 @@ async fn a_dynamodb_that_never_answers_fails_every_record_before_the_function_ti
         black_hole.local_addr().expect("listener address")
     );
     let queues = LocalQueues::start(1).await;
-    let (orders, _, _) = order_queues(&queues, &source);
+    let (orders, _, _) = queues.with_dead_letters(&source);
     let garbage = "{not json".to_owned();
     let bodies: Vec<String> = (0..9).map(body).chain([garbage.clone()]).collect();
-    send_all(&queues, orders, &bodies).await;
+    queues.send_all(orders, &bodies).await;
     let timeout = TIMEOUT_S.to_string();
     let emulator = start(
         "order-processor",
@@ -270,9 +266,9 @@ async fn a_dynamodb_that_never_answers_fails_every_record_before_the_function_ti
 
     // A frozen function (SIGSTOP): the emulator stops it at the timeout and
     // answers something that is not a batch response: the whole batch fails.
-    let function = children(emulator.pid());
+    let function = process::descendants(emulator.pid());
     assert_eq!(function.len(), 1, "one function process: {function:?}");
-    signal(function[0], "STOP");
+    process::signal(function[0], "STOP").unwrap_or_else(|e| panic!("{e}"));
     let delivery = mapping
         .poll_once(Duration::from_secs(5), &invoke)
         .await
@@ -287,33 +283,6 @@ async fn a_dynamodb_that_never_answers_fails_every_record_before_the_function_ti
         bodies.len() as u64,
         "nothing was acknowledged"
     );
-}
-
-/// The child processes of `pid` (Linux `/proc`).
-fn children(pid: u32) -> Vec<u32> {
-    std::fs::read_dir(format!("/proc/{pid}/task"))
-        .map(|tasks| {
-            tasks
-                .filter_map(Result::ok)
-                .flat_map(|task| {
-                    std::fs::read_to_string(task.path().join("children"))
-                        .unwrap_or_default()
-                        .split_whitespace()
-                        .filter_map(|c| c.parse().ok())
-                        .collect::<Vec<u32>>()
-                })
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-/// Send `signal` (e.g. `STOP`) to the process `pid`.
-fn signal(pid: u32, signal: &str) {
-    let status = std::process::Command::new("kill")
-        .args([&format!("-{signal}"), &pid.to_string()])
-        .status()
-        .expect("kill");
-    assert!(status.success(), "kill -{signal} {pid}: {status}");
 }
 
 const THROTTLED_VALID: u64 = 300;
@@ -332,11 +301,10 @@ const THROTTLES_PER_ORDER: usize = 10;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn throttling_bursts_are_retried_and_every_order_is_stored_once() {
     let began = Instant::now();
-    let template = template();
-    let source = order_source(&template);
+    let source = order_source(&template());
     let (dynamodb, queues) = servers(None, 2).await;
     let proxy = ThrottlingProxy::start(dynamodb.server.port());
-    let (orders, dead_letters, receives) = order_queues(&queues, &source);
+    let (orders, dead_letters, receives) = queues.with_dead_letters(&source);
 
     let valid: Vec<String> = (0..THROTTLED_VALID)
         .chain((0..THROTTLED_DUPLICATES).map(|n| n * 11))
@@ -344,7 +312,7 @@ async fn throttling_bursts_are_retried_and_every_order_is_stored_once() {
         .collect();
     let invalid = invalid_bodies(1);
     let bodies = mixed(valid, &invalid, 60);
-    send_all(&queues, orders, &bodies).await;
+    queues.send_all(orders, &bodies).await;
 
     let endpoint = proxy.endpoint();
     let emulator = start(
@@ -408,43 +376,6 @@ async fn throttling_bursts_are_retried_and_every_order_is_stored_once() {
 
 // ---------------------------------------------------------------- shared setup
 
-fn template() -> Template {
-    Template::load(&e2e::workspace_root().join("template.yaml")).expect("template.yaml")
-}
-
-/// DynamoDB Local (its database in the folder `db_path`, else in memory) with
-/// the template's tables, and ElasticMQ with the template's queues (visibility
-/// timeout `visibility_timeout_s`), started side by side.
-async fn servers(
-    db_path: Option<PathBuf>,
-    visibility_timeout_s: u32,
-) -> (LocalDynamoDb, LocalQueues) {
-    let dynamodb = tokio::spawn(async move {
-        match db_path {
-            Some(path) => LocalDynamoDb::start_persistent(&path).await,
-            None => LocalDynamoDb::start().await,
-        }
-    });
-    let queues = tokio::spawn(LocalQueues::start(visibility_timeout_s));
-    let (dynamodb, queues) = tokio::join!(dynamodb, queues);
-    (
-        dynamodb.expect("DynamoDB Local"),
-        queues.expect("ElasticMQ"),
-    )
-}
-
-/// Send `bodies` to `queue`, a quarter of them on each of four connections.
-async fn send_all(queues: &LocalQueues, queue: &LocalQueue, bodies: &[String]) {
-    let quarter = bodies.len().div_ceil(4).max(1);
-    futures::future::try_join_all(
-        bodies
-            .chunks(quarter)
-            .map(|part| send(&queues.client, queue, part, "orders")),
-    )
-    .await
-    .expect("send");
-}
-
 /// A folder for DynamoDB Local's database, removed on drop. In `/dev/shm`
 /// where there is one: memory, so no disk sync per write (on disk, the
 /// 5,000-message drain took about a third longer), and still there when the
@@ -468,27 +399,6 @@ impl Drop for DataDir {
     }
 }
 
-/// The order processor's SQS event (the event source mapping SAM creates).
-fn order_source(template: &Template) -> SqsSource {
-    template
-        .sqs_sources()
-        .expect("SQS events")
-        .into_iter()
-        .find(|s| s.function == "order-processor")
-        .expect("the order processor has an SQS event")
-}
-
-/// The order queue, its dead-letter queue and `maxReceiveCount`.
-fn order_queues<'a>(
-    queues: &'a LocalQueues,
-    source: &SqsSource,
-) -> (&'a LocalQueue, &'a LocalQueue, usize) {
-    let orders = queues.queue(&source.queue);
-    let redrive = orders.spec.redrive.clone().expect("a redrive policy");
-    let receives = usize::try_from(redrive.max_receive_count).expect("maxReceiveCount");
-    (orders, queues.queue(&redrive.dead_letter_queue), receives)
-}
-
 /// `valid` in a fixed shuffle (a stride coprime to its length), with the
 /// `invalid` bodies spread over the first `within` positions.
 fn mixed(valid: Vec<String>, invalid: &[String], within: usize) -> Vec<String> {
@@ -509,52 +419,6 @@ fn mixed(valid: Vec<String>, invalid: &[String], within: usize) -> Vec<String> {
         bodies.insert((i * step).min(bodies.len()), bad.clone());
     }
     bodies
-}
-
-/// The end every scenario must reach: each valid order stored exactly once
-/// with the content sent, exactly the invalid bodies dead-lettered (so no
-/// valid order there), the order queue empty.
-async fn assert_reconciled(
-    table: &aws_sdk_dynamodb::Client,
-    queues: &LocalQueues,
-    orders: &LocalQueue,
-    dead_letters: &LocalQueue,
-    valid: Range<u64>,
-    invalid: &[String],
-) {
-    let stored = stored_hashes(table, TABLE).await;
-    let expected = expected_hashes(valid);
-    let missing = expected.keys().filter(|k| !stored.contains_key(*k)).count();
-    let unexpected = stored.keys().filter(|k| !expected.contains_key(*k)).count();
-    assert!(
-        stored == expected,
-        "{TABLE}: {} items, {missing} orders missing, {unexpected} unexpected, {} with other content",
-        stored.len(),
-        expected
-            .iter()
-            .filter(|(k, v)| stored.get(*k).is_some_and(|s| s != *v))
-            .count()
-    );
-    let mut dead = take_all(&queues.client, &dead_letters.url)
-        .await
-        .expect("dead letters");
-    let mut expected_dead = invalid.to_vec();
-    dead.sort();
-    expected_dead.sort();
-    assert!(
-        dead == expected_dead,
-        "dead-letter queue: {} messages, {} of them valid orders, {} invalid bodies expected",
-        dead.len(),
-        dead.iter()
-            .filter(|b| order_processor::order::parse(b).is_ok())
-            .count(),
-        invalid.len()
-    );
-    assert_eq!(
-        depth(&queues.client, &orders.url).await.expect("depth"),
-        0,
-        "order queue empty"
-    );
 }
 
 /// The message ids in an answer's `batchItemFailures`.

@@ -2,7 +2,7 @@
 //! functions (laid out as `sam build` lays out its output): DynamoDB Local,
 //! ElasticMQ, the emulator, the local event source mapping, every sample event.
 
-use e2e::{FUNCTIONS, binary, events, function, scratch};
+use e2e::{binary, events, function, functions, scratch};
 use local_stack::runner::{Options, run};
 use std::collections::BTreeSet;
 
@@ -10,10 +10,10 @@ use std::collections::BTreeSet;
 fn the_local_runner_shows_the_whole_application_working() {
     // `<LogicalId>/bootstrap`, as `sam build` writes it.
     let build_dir = scratch("runner-build");
-    for name in FUNCTIONS {
-        let dir = build_dir.join(function(name).logical_id);
+    for name in functions() {
+        let dir = build_dir.join(function(&name).logical_id);
         std::fs::create_dir_all(&dir).expect("build dir");
-        std::os::unix::fs::symlink(binary(name), dir.join("bootstrap")).expect("symlink");
+        std::os::unix::fs::symlink(binary(&name), dir.join("bootstrap")).expect("symlink");
     }
     // What the sample orders must lead to through a standard queue: every
     // valid order stored once, every invalid message dead-lettered.

@@ -1,21 +1,19 @@
 //! The order processor's handler against DynamoDB Local (started on a free
 //! loopback port, its table created from template.yaml, stopped afterwards).
 
-use e2e::{expected_hashes, sample_records, scratch, stored_hashes, workspace_root};
+use e2e::{expected_hashes, sample_records, scratch, stored_hashes};
 use local_stack::dynamodb_local::{self, DynamoDbLocal};
-use local_stack::template::Template;
 use order_processor::config::Config;
 use order_processor::dynamodb::DynamoStore;
 use order_processor::handler::{Handler, Outcome};
+use shared::invocation::Deadline;
 use std::collections::BTreeSet;
-use std::time::Duration;
-use tokio::time::Instant;
+use std::time::{Duration, Instant};
 
 const TABLE: &str = "OrdersTable";
 
 async fn create_tables(ddb: &DynamoDbLocal) {
-    let template = Template::load(&workspace_root().join("template.yaml")).expect("template");
-    let created = dynamodb_local::create_tables(&template, &ddb.client())
+    let created = dynamodb_local::create_tables(&e2e::template(), &ddb.client())
         .await
         .expect("tables");
     assert_eq!(created, [TABLE, "ReportsTable"]);
@@ -29,8 +27,8 @@ fn handler(endpoint: &str) -> Handler<DynamoStore> {
     )
 }
 
-fn within(seconds: u64) -> Instant {
-    Instant::now() + Duration::from_secs(seconds)
+fn within(seconds: u64) -> Deadline {
+    Deadline::at(Instant::now() + Duration::from_secs(seconds))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -4,7 +4,7 @@
 //! invalid input, with the emulator's whole log read afterwards.
 
 use base64::Engine;
-use e2e::{LocalDynamoDb, invoke_bytes, start};
+use e2e::{LocalDynamoDb, start};
 use local_stack::emulator::Emulator;
 use serde_json::{Value, json};
 
@@ -77,7 +77,7 @@ fn assert_no_body(what: &str, text: &str, bodies: &[String]) {
 }
 
 fn invoke(emulator: &Emulator, payload: &Value) -> String {
-    let answer = emulator.invoke(&payload.to_string()).expect("invoke");
+    let answer = emulator.invoke(payload.to_string()).expect("invoke");
     assert_eq!(answer.status, 200, "{}", answer.body);
     answer.body
 }
@@ -238,7 +238,8 @@ fn order_processor_at_trace(dynamodb: &LocalDynamoDb) -> Vec<String> {
         .expect("marker");
     let mut unreadable = unreadable;
     unreadable[marker_at] = 0xFF;
-    let (status, answer) = invoke_bytes(&emulator, &unreadable);
+    let answer = emulator.invoke(&unreadable).expect("invoke");
+    let (status, answer) = (answer.status, answer.body);
     assert_eq!(status, 200, "{answer}");
     assert!(answer.contains("invalid unicode code point"), "{answer}");
     answers.push(answer);

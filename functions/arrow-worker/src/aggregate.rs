@@ -5,7 +5,7 @@
 
 use crate::answer::{Group, Stats};
 use crate::columns::{CREATED_AT_MS, KEY, QUANTITY, TOTAL_CENTS, schema};
-use crate::request::{GroupBy, Window};
+use crate::query::Window;
 use arrow_arith::aggregate::{max, min, sum_checked};
 use arrow_arith::boolean::and;
 use arrow_array::cast::AsArray;
@@ -98,94 +98,4 @@ pub fn aggregate(
         });
     }
     Ok((groups, matched))
-}
-
-/// Run every grouping over a few generated orders, so that the code and the
-/// lazily initialised state of the pipeline (conversion, kernels, JSON) are
-/// paged in at cold start rather than during the first invocation.
-pub fn warm_up() -> Result<(), AggregateError> {
-    let items = crate::sample::items(256, 16, 0);
-    for group_by in [GroupBy::Customer, GroupBy::Day, GroupBy::Currency] {
-        let (batch, _) = crate::columns::to_batch(&items, group_by);
-        let window = Window {
-            from_ms: Some(0),
-            to_ms: Some(i64::MAX),
-        };
-        let (groups, _) = aggregate(vec![batch], window)?;
-        std::hint::black_box(serde_json::to_vec(&groups).ok());
-    }
-    Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::columns::to_batch;
-    use crate::sample::order_item;
-
-    fn batch(rows: &[(&str, i64, u64, u64)]) -> RecordBatch {
-        let items: Vec<_> = rows
-            .iter()
-            .map(|(c, ms, t, q)| order_item(c, "EUR", *ms, *t, *q))
-            .collect();
-        to_batch(&items, GroupBy::Customer).0
-    }
-
-    const ALL: Window = Window {
-        from_ms: None,
-        to_ms: None,
-    };
-
-    #[test]
-    fn groups_come_in_key_order_with_their_statistics() {
-        let batches = vec![
-            batch(&[("b", 0, 10, 1), ("a", 5, 4, 2)]),
-            batch(&[("b", 9, 30, 3)]),
-        ];
-        let (groups, matched) = aggregate(batches, ALL).unwrap();
-        assert_eq!(matched, 3);
-        let keys: Vec<_> = groups.iter().map(|g| g.key.as_str()).collect();
-        assert_eq!(keys, ["a", "b"]);
-        let b = &groups[1];
-        assert_eq!(
-            (
-                b.count,
-                b.total_cents.sum,
-                b.total_cents.min,
-                b.total_cents.max
-            ),
-            (2, 40, 10, 30)
-        );
-        assert_eq!(b.total_cents.mean, 20.0);
-        assert_eq!((b.quantity.sum, b.quantity.min, b.quantity.max), (4, 1, 3));
-    }
-
-    #[test]
-    fn the_window_is_half_open() {
-        let batches = vec![batch(&[
-            ("a", 99, 1, 1),
-            ("a", 100, 2, 1),
-            ("a", 199, 4, 1),
-            ("a", 200, 8, 1),
-        ])];
-        let window = Window {
-            from_ms: Some(100),
-            to_ms: Some(200),
-        };
-        let (groups, matched) = aggregate(batches, window).unwrap();
-        assert_eq!(matched, 2);
-        assert_eq!(groups[0].total_cents.sum, 6);
-    }
-
-    #[test]
-    fn nothing_in_nothing_out() {
-        assert_eq!(aggregate(Vec::new(), ALL).unwrap().1, 0);
-        let window = Window {
-            from_ms: Some(1_000),
-            to_ms: None,
-        };
-        let (groups, matched) = aggregate(vec![batch(&[("a", 1, 1, 1)])], window).unwrap();
-        assert!(groups.is_empty());
-        assert_eq!(matched, 0);
-    }
 }

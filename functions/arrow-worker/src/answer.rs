@@ -2,10 +2,28 @@
 //!
 //! A partial answer (one scan segment) names its segment and carries every
 //! group; a final answer (a full scan or a merge) carries at most the query's
-//! `limit` groups, in key order, and says if it left some out.
+//! `limit` groups, in key order, and says if it left some out. An answer
+//! checks itself against Lambda's response limit before it is returned.
 
-use crate::request::{BadRequest, MAX_LIMIT, Query, Segment};
+use crate::query::{BadRequest, MAX_LIMIT, Query, Segment};
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Largest answer: Lambda's limit on a synchronous response (6 MB).
+pub const MAX_ANSWER_BYTES: usize = 6 * 1024 * 1024;
+
+/// Why an answer cannot be the invocation's response.
+#[derive(Debug, thiserror::Error)]
+pub enum Unanswerable {
+    /// The answer, as JSON, is larger than Lambda can return.
+    #[error(
+        "the answer is {0} bytes, more than Lambda's response limit ({MAX_ANSWER_BYTES}): set a lower query.limit, a coarser group_by or more segments"
+    )]
+    TooLarge(usize),
+    /// The answer does not serialise (a bug: every field is plain data).
+    #[error("answer not serialisable: {0}")]
+    NotSerialisable(#[from] serde_json::Error),
+}
 
 /// Count, sum, min, max and mean of one column within a group.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -163,5 +181,57 @@ impl Answer {
             rows,
             run: Run::default(),
         })
+    }
+
+    /// The invocation's response: this answer as JSON, with the id of the
+    /// report it was saved as, if any, at most [`MAX_ANSWER_BYTES`] long.
+    /// Group keys and numbers vary in length (a merge's come from the
+    /// caller): measure, rather than let Lambda refuse the response.
+    pub fn to_response(&self, report_id: Option<String>) -> Result<Value, Unanswerable> {
+        let mut body = serde_json::to_value(self)?;
+        if let (Some(id), Some(fields)) = (report_id, body.as_object_mut()) {
+            fields.insert("report_id".into(), Value::String(id));
+        }
+        let bytes = serde_json::to_vec(&body).map_or(usize::MAX, |text| text.len());
+        if bytes > MAX_ANSWER_BYTES {
+            return Err(Unanswerable::TooLarge(bytes));
+        }
+        Ok(body)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::query::GroupBy;
+
+    fn answer(key: String) -> Answer {
+        let group = Group {
+            key,
+            count: 1,
+            total_cents: Stats::new(1, 5, 5, 5),
+            quantity: Stats::new(1, 1, 1, 1),
+        };
+        let query = Query {
+            group_by: GroupBy::Customer,
+            from: None,
+            to: None,
+            limit: None,
+        };
+        Answer::new(query, None, vec![group], Rows::default()).unwrap()
+    }
+
+    #[test]
+    fn a_response_carries_the_report_id_and_stays_within_lambdas_limit() {
+        let body = answer("c".into()).to_response(Some("daily/2026-11-03".into()));
+        let body = body.unwrap();
+        assert_eq!(body["report_id"], "daily/2026-11-03");
+        assert_eq!(body["groups"][0]["key"], "c");
+        assert!(answer("c".into()).to_response(None).unwrap()["report_id"].is_null());
+        let err = answer("k".repeat(MAX_ANSWER_BYTES))
+            .to_response(None)
+            .unwrap_err();
+        assert!(matches!(err, Unanswerable::TooLarge(n) if n > MAX_ANSWER_BYTES));
+        assert!(err.to_string().contains("query.limit"), "{err}");
     }
 }

@@ -5,15 +5,21 @@
 //! segment a fan-out gives it), builds Arrow batches, aggregates them with Arrow
 //! kernels on the Rayon pool, and answers per-group count, sum, min, max and
 //! mean. Partial answers of a fan-out are combined by `merge`.
+//!
+//! Layers, each importing only those listed before it: `query` (the
+//! vocabulary) · `answer` · `request` · `columns` · `store` · `dynamodb` ·
+//! `scan` · `aggregate` · `merge` · `warm_up` · `config` · `error` · `handler`.
 
 pub mod aggregate;
 pub mod answer;
 pub mod columns;
 pub mod config;
 pub mod dynamodb;
+pub mod error;
 pub mod handler;
 pub mod merge;
+pub mod query;
 pub mod request;
-pub mod sample;
 pub mod scan;
 pub mod store;
+pub mod warm_up;

@@ -3,13 +3,9 @@
 //! already aggregated.
 
 use crate::answer::{Answer, Group, Rows, Stats};
-use crate::request::{BadRequest, quoted};
+use crate::query::{BadRequest, bad, quoted};
 use std::collections::BTreeMap;
 use std::collections::btree_map::Entry;
-
-fn bad(message: impl Into<String>) -> BadRequest {
-    BadRequest(message.into())
-}
 
 fn add(a: u64, b: u64, key: &str) -> Result<u64, BadRequest> {
     a.checked_add(b).ok_or_else(|| {
@@ -89,7 +85,7 @@ pub fn merge(partials: Vec<Answer>) -> Result<Answer, BadRequest> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::request::{GroupBy, Query, Segment};
+    use crate::query::{GroupBy, Query, Segment};
 
     fn group(key: &str, count: u64, sum: u64, min: u64, max: u64) -> Group {
         Group {

@@ -5,13 +5,12 @@
 use arrow_worker::answer::{Answer, Group, Stats};
 use arrow_worker::columns::{Item, day_of};
 use arrow_worker::config::Config;
-use arrow_worker::handler::Worker;
-use arrow_worker::request::{GroupBy, MAX_LIMIT, Query, Segment};
-use arrow_worker::sample::order_item;
-use arrow_worker::store::MemoryStore;
+use arrow_worker::handler::Handler;
+use arrow_worker::query::{GroupBy, MAX_LIMIT, Query, Segment};
 use proptest::prelude::*;
 use shared::orders::{MAX_AMOUNT_CENTS, MAX_TOTAL_QUANTITY};
 use std::collections::BTreeMap;
+use testkit::arrow::{MemoryStore, order_item};
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
@@ -111,10 +110,10 @@ fn rfc3339(ms: i64) -> String {
         .expect("formats")
 }
 
-fn worker(items: Vec<Item>, page_size: usize, workers: usize) -> Worker<MemoryStore> {
+fn handler(items: Vec<Item>, page_size: usize, workers: usize) -> Handler<MemoryStore> {
     let env = [("TABLE_NAME", "orders"), ("REPORTS_TABLE", "reports")];
     let config = Config::from_env(&env).expect("config");
-    Worker::new(MemoryStore::new(items, page_size), config, workers, None)
+    Handler::new(MemoryStore::new(items, page_size), config, workers, None)
 }
 
 fn run<T>(future: impl Future<Output = T>) -> T {
@@ -158,7 +157,7 @@ proptest! {
         }
         let query = Query { group_by, from: from.map(rfc3339), to: to.map(rfc3339), limit: Some(MAX_LIMIT) };
         let expected = reference(&orders, group_by, from, to);
-        let w = worker(items, page_size, workers);
+        let w = handler(items, page_size, workers);
 
         let full: Answer = run(w.aggregate(query.clone(), None)).expect("full scan");
         prop_assert_eq!(&full.groups, &expected);

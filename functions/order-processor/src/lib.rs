@@ -4,6 +4,7 @@
 pub mod cache;
 pub mod config;
 pub mod dynamodb;
+pub mod error;
 pub mod handler;
 pub mod order;
 pub mod retry;

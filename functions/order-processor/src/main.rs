@@ -1,16 +1,18 @@
 //! Order processor: SQS batches of orders in, partial batch failures out.
 
 use aws_sdk_dynamodb::config::retry::RetryConfig;
-use lambda_runtime::{Error, service_fn};
+use lambda_runtime::service_fn;
 use order_processor::{config::Config, dynamodb::DynamoStore, handler::Handler};
-use shared::config::ProcessEnv;
 
 #[tokio::main]
-async fn main() -> Result<(), Error> {
-    let init = shared::init_or_exit();
-    let config = shared::or_exit(Config::from_env(&ProcessEnv));
-    // One client per cold start. The handler retries with its own backoff,
-    // bounded by each invocation's deadline, so the SDK's retries are off.
+async fn main() -> Result<(), lambda_runtime::Error> {
+    let (init, config) = shared::start_or_exit(Config::from_env);
+    // One client per cold start. Who retries DynamoDB: the order processor
+    // itself, not the SDK. Its retries (`retry.rs`: exponential backoff with
+    // full jitter) stop at each invocation's deadline, so a record still not
+    // stored is reported failed in time for SQS to deliver it again; the SDK's
+    // own retries know no deadline and would multiply the attempts, so they
+    // are off.
     let sdk = aws_config::defaults(aws_config::BehaviorVersion::latest())
         .retry_config(RetryConfig::disabled())
         .load()

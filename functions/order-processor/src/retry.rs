@@ -1,5 +1,11 @@
 //! Retrying transient store errors: exponential backoff with full jitter,
 //! never past the invocation's deadline.
+//!
+//! This is the only retry of a DynamoDB write: `main.rs` builds the SDK client
+//! with its retries disabled, so every attempt is made (and counted, and cut
+//! off at the deadline) here. The handler passes the invocation's
+//! [`Deadline`](shared::invocation::Deadline) as a tokio [`Instant`], so the
+//! waits follow tokio's clock (paused in tests).
 
 use crate::store::StoreError;
 use std::future::Future;

@@ -1,5 +1,6 @@
 //! Where orders are stored: a trait, so the handler is tested without a network.
-//! `dynamodb.rs` is the real implementation.
+//! `dynamodb.rs` is the real implementation; the tests, the fuzz checks and the
+//! lab use the in-memory one in `testkit::store`.
 
 use crate::order::ValidOrder;
 use std::future::Future;
@@ -49,70 +50,4 @@ pub trait OrderStore: Send + Sync {
         &self,
         order: &ValidOrder,
     ) -> impl Future<Output = Result<PutOutcome, StoreError>> + Send;
-}
-
-impl<S: OrderStore> OrderStore for std::sync::Arc<S> {
-    fn put_order(
-        &self,
-        order: &ValidOrder,
-    ) -> impl Future<Output = Result<PutOutcome, StoreError>> + Send {
-        (**self).put_order(order)
-    }
-}
-
-/// In-memory fakes for unit tests.
-#[cfg(test)]
-pub mod fake {
-    use super::*;
-    use std::collections::HashMap;
-    use std::sync::Mutex;
-    use std::sync::atomic::{AtomicUsize, Ordering};
-
-    /// A map of order id to content hash, with knobs to misbehave.
-    #[derive(Default)]
-    pub struct MemoryStore {
-        pub items: Mutex<HashMap<String, [u8; 32]>>,
-        pub calls: AtomicUsize,
-        /// Panic when asked to store this order id.
-        pub panic_on: Option<String>,
-        /// Fail this many calls with a retryable error before succeeding.
-        pub transient_failures: AtomicUsize,
-        /// Fail every call for this order id with a permanent error.
-        pub broken_on: Option<String>,
-    }
-
-    impl MemoryStore {
-        pub fn stored(&self) -> usize {
-            self.items.lock().expect("lock").len()
-        }
-    }
-
-    impl OrderStore for MemoryStore {
-        async fn put_order(&self, order: &ValidOrder) -> Result<PutOutcome, StoreError> {
-            self.calls.fetch_add(1, Ordering::SeqCst);
-            tokio::task::yield_now().await;
-            if self.panic_on.as_deref() == Some(order.order.order_id.as_str()) {
-                panic!("injected panic for {}", order.order.order_id);
-            }
-            if self.broken_on.as_deref() == Some(order.order.order_id.as_str()) {
-                return Err(StoreError::permanent("validation exception"));
-            }
-            if self
-                .transient_failures
-                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
-                .is_ok()
-            {
-                return Err(StoreError::transient("throttled"));
-            }
-            let mut items = self.items.lock().expect("lock");
-            Ok(match items.get(&order.order.order_id) {
-                None => {
-                    items.insert(order.order.order_id.clone(), order.content_hash);
-                    PutOutcome::Written
-                }
-                Some(hash) if *hash == order.content_hash => PutOutcome::AlreadyStored,
-                Some(_) => PutOutcome::Conflict,
-            })
-        }
-    }
 }

@@ -10,24 +10,14 @@
 use aws_lambda_events::sqs::SqsMessage;
 use order_processor::config::Config;
 use order_processor::handler::Handler;
-use order_processor::order::ValidOrder;
-use order_processor::store::{OrderStore, PutOutcome, StoreError};
 use shared::allocator::{self, Policy};
-use std::time::Duration;
-use tokio::time::Instant;
+use shared::invocation::Deadline;
+use std::time::{Duration, Instant};
+use testkit::store::MemoryOrders;
 
 const ORDERS: u64 = 200_000;
 const WARM_UP: u64 = 20_000;
 const GROWTH_BOUND: u64 = 4 << 20;
-
-/// Accepts every order and keeps nothing.
-struct NullStore;
-
-impl OrderStore for NullStore {
-    async fn put_order(&self, _order: &ValidOrder) -> Result<PutOutcome, StoreError> {
-        Ok(PutOutcome::Written)
-    }
-}
 
 fn batch(first: u64) -> Vec<SqsMessage> {
     testkit::orders::records(first..first + 10, testkit::orders::body)
@@ -37,14 +27,17 @@ fn batch(first: u64) -> Vec<SqsMessage> {
 async fn rss_stays_flat_over_200k_orders() {
     allocator::apply(Policy::Prompt).expect("policy");
     let config = Config::from_env(&[("TABLE_NAME", "orders")]).expect("config");
-    let handler = Handler::new(NullStore, &config);
+    let handler = Handler::new(MemoryOrders::accept_all(), &config);
     let mut warm_rss = 0;
     let mut peak_after_warm_up = 0;
     let mut first = 0;
     while first < ORDERS {
         let records = batch(first);
         let report = handler
-            .process(&records, Instant::now() + Duration::from_secs(10))
+            .process(
+                &records,
+                Deadline::at(Instant::now() + Duration::from_secs(10)),
+            )
             .await
             .expect("report");
         assert!(report.response().batch_item_failures.is_empty());

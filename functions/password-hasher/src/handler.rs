@@ -1,65 +1,46 @@
 //! The JSON API, by direct invoke or through a Lambda Function URL.
 //!
-//! Direct invoke: the event is the request; a bad request is a function error
-//! (`errorType` `InvalidRequest` or `DeadlineTooShort`). Function URL: the
-//! request is the HTTP body; a bad request is HTTP 400 with `{"error": …}`.
+//! Direct invoke: the event is the request; a refused request is a function
+//! error (`errorType` `InvalidRequest`, `DeadlineTooShort` or, for a bug,
+//! `InternalError`). Function URL: the request is the HTTP body; a refused one
+//! is an HTTP 400 (405 for a method other than POST, 500 for a bug) with
+//! `{"error": …, "errorType": …}`. See [`Error`].
+//!
+//! Where the CPU work runs:
+//! - on the tokio thread serving the invocation: decoding a Function URL's
+//!   body, parsing and validating the request ([`request`]), the time
+//!   estimate and building the answer. All linear in the payload, which
+//!   Lambda bounds at 6 MB, and cheap next to bcrypt;
+//! - on the Rayon pool: bcrypt, the whole batch handed over at once with
+//!   [`hashing::on_pool`] and awaited through a oneshot channel, so the
+//!   tokio thread never runs a hash.
+//!
+//! A batch whose estimated time would not fit before the invocation's
+//! [`Deadline`] (the shared rule) is refused before any hashing.
 
 use crate::config::Limits;
+use crate::error::Error;
 use crate::hashing::{self, Estimator};
-use crate::request::{self, Invalid, Request};
-use base64::Engine;
+use crate::request::{self, Request};
+use crate::secret::wipe_json;
 use lambda_runtime::{Diagnostic, LambdaEvent};
 use serde_json::{Value, json};
-use std::time::{Duration, Instant};
+use shared::invocation::Deadline;
+use std::time::Instant;
 
 /// Share of the time left that the estimated work may take.
 const DEADLINE_SHARE: f64 = 0.8;
 
-/// Why a request was refused.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Refusal {
-    /// The request is malformed or breaks a limit.
-    Invalid(String),
-    /// The estimated work would not finish before the deadline.
-    DeadlineTooShort(String),
-    /// The pool failed (a bug, not the caller's fault).
-    Internal(String),
-}
-
-impl Refusal {
-    /// The `errorType` of a direct invoke.
-    pub fn error_type(&self) -> &'static str {
-        match self {
-            Refusal::Invalid(_) => "InvalidRequest",
-            Refusal::DeadlineTooShort(_) => "DeadlineTooShort",
-            Refusal::Internal(_) => "InternalError",
-        }
-    }
-
-    /// The message (never containing a password).
-    pub fn message(&self) -> &str {
-        match self {
-            Refusal::Invalid(m) | Refusal::DeadlineTooShort(m) | Refusal::Internal(m) => m,
-        }
-    }
-}
-
-impl From<Invalid> for Refusal {
-    fn from(e: Invalid) -> Self {
-        Refusal::Invalid(e.0)
-    }
-}
-
-/// The handler's state, created once at cold start.
+/// Serves invocations; created once at cold start.
 #[derive(Debug, Clone)]
-pub struct Hasher {
+pub struct Handler {
     limits: Limits,
     estimator: Estimator,
     init: shared::Init,
 }
 
-impl Hasher {
-    /// A hasher for the pool `init` built, with `limits`, timed by `estimator`.
+impl Handler {
+    /// A handler for the pool `init` built, with `limits`, timed by `estimator`.
     pub fn new(init: shared::Init, limits: Limits, estimator: Estimator) -> Self {
         Self {
             limits,
@@ -68,62 +49,54 @@ impl Hasher {
         }
     }
 
-    /// The Lambda entry point.
+    /// The Lambda entry point: a direct invocation or a Function URL request.
     pub async fn handle(&self, event: LambdaEvent<Value>) -> Result<Value, Diagnostic> {
-        let deadline = deadline_of(event.context.deadline);
+        let deadline = Deadline::from_context(&event.context);
         let payload = event.payload;
         if is_function_url(&payload) {
-            return Ok(self.serve_url(&payload, deadline).await);
+            return Ok(self.serve_url(payload, deadline).await);
         }
-        let body = serde_json::to_vec(&payload).map_err(|e| Refusal::Internal(e.to_string()));
-        let answer = match body {
-            Ok(body) => self.serve(&body, deadline).await,
-            Err(refusal) => Err(refusal),
+        let answer = match request::from_value(payload, &self.limits) {
+            Ok(request) => self.serve(request, deadline).await,
+            Err(invalid) => Err(invalid.into()),
         };
-        answer.map_err(|refusal| {
+        answer.map_err(|error| {
             tracing::warn!(
-                error_type = refusal.error_type(),
-                reason = refusal.message(),
+                error_type = error.error_type(),
+                reason = %error,
                 "request refused"
             );
-            Diagnostic {
-                error_type: refusal.error_type().to_owned(),
-                error_message: refusal.message().to_owned(),
-            }
+            error.into()
         })
     }
 
-    async fn serve_url(&self, event: &Value, deadline: Instant) -> Value {
+    /// A Function URL request: always an HTTP answer, never a function error.
+    async fn serve_url(&self, event: Value, deadline: Deadline) -> Value {
         let method = event["requestContext"]["http"]["method"]
             .as_str()
             .unwrap_or_default();
         let answer = if method != "POST" {
-            Err((405, Refusal::Invalid("use POST with a JSON body".into())))
+            wipe_json(event);
+            Err(Error::MethodNotAllowed)
         } else {
-            match url_body(event) {
-                Ok(body) => self.serve(&body, deadline).await.map_err(|r| {
-                    let status = if matches!(r, Refusal::Internal(_)) {
-                        500
-                    } else {
-                        400
-                    };
-                    (status, r)
-                }),
-                Err(refusal) => Err((400, refusal)),
+            match request::from_function_url(event, &self.limits) {
+                Ok(request) => self.serve(request, deadline).await,
+                Err(invalid) => Err(invalid.into()),
             }
         };
         let (status, body) = match answer {
             Ok(body) => (200, body),
-            Err((status, refusal)) => {
+            Err(error) => {
+                let status = error.http_status();
                 tracing::warn!(
                     status,
-                    error_type = refusal.error_type(),
-                    reason = refusal.message(),
+                    error_type = error.error_type(),
+                    reason = %error,
                     "request refused"
                 );
                 (
                     status,
-                    json!({"error": refusal.message(), "errorType": refusal.error_type()}),
+                    json!({"error": error.to_string(), "errorType": error.error_type()}),
                 )
             }
         };
@@ -134,10 +107,10 @@ impl Hasher {
         })
     }
 
-    /// Serve one request body.
-    pub async fn serve(&self, body: &[u8], deadline: Instant) -> Result<Value, Refusal> {
+    /// Serve one valid request: refuse it if its estimated time does not fit
+    /// before `deadline`, else run it on the pool.
+    pub async fn serve(&self, request: Request, deadline: Deadline) -> Result<Value, Error> {
         let started = Instant::now();
-        let request = request::parse(body, &self.limits)?;
         let workers = self.init.vcpus.workers;
         let (hashes, cost) = match &request {
             Request::Hash { passwords, cost } => (passwords.len(), *cost),
@@ -153,13 +126,15 @@ impl Hasher {
             ),
         };
         let estimate = self.estimator.estimate(hashes, cost, workers);
-        let left = deadline.saturating_duration_since(Instant::now());
+        let left = deadline.remaining();
         if estimate.as_secs_f64() > left.as_secs_f64() * DEADLINE_SHARE {
-            return Err(Refusal::DeadlineTooShort(format!(
-                "{hashes} hash(es) at cost {cost} on {workers} worker(s) need about {:.1} s; {:.1} s are left before the deadline: send smaller batches or a lower cost",
-                estimate.as_secs_f64(),
-                left.as_secs_f64()
-            )));
+            return Err(Error::DeadlineTooShort {
+                hashes,
+                cost,
+                workers,
+                estimate,
+                left,
+            });
         }
         let operation = match &request {
             Request::Hash { .. } => "hash",
@@ -181,9 +156,7 @@ impl Hasher {
                 Ok(("results", json!(verdicts)))
             }
         })
-        .await
-        .and_then(|r| r)
-        .map_err(Refusal::Internal)?;
+        .await??;
         let memory = shared::memory::snapshot();
         let duration_ms = started.elapsed().as_secs_f64() * 1000.0;
         tracing::info!(
@@ -213,50 +186,35 @@ pub fn is_function_url(event: &Value) -> bool {
         .is_some()
 }
 
-fn url_body(event: &Value) -> Result<Vec<u8>, Refusal> {
-    let body = event
-        .get("body")
-        .and_then(Value::as_str)
-        .ok_or_else(|| Refusal::Invalid("the request has no body".into()))?;
-    if event.get("isBase64Encoded").and_then(Value::as_bool) == Some(true) {
-        base64::engine::general_purpose::STANDARD
-            .decode(body)
-            .map_err(|_| Refusal::Invalid("the body is not valid base64".into()))
-    } else {
-        Ok(body.as_bytes().to_vec())
-    }
-}
-
-/// The instant to finish by, from the invocation's deadline (Unix epoch ms);
-/// 60 s from now when unknown (outside Lambda).
-pub fn deadline_of(deadline_epoch_ms: u64) -> Instant {
-    Instant::now()
-        + shared::invocation::time_left(deadline_epoch_ms).unwrap_or(Duration::from_secs(60))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use base64::Engine;
+    use std::time::Duration;
 
-    fn hasher() -> Hasher {
+    fn handler() -> Handler {
         let init = shared::Init::decide(&[("WORKER_COUNT", "2")]).expect("init");
-        Hasher::new(
+        Handler::new(
             init,
             Limits::default(),
             Estimator::from_sample(Duration::from_millis(1), 6),
         )
     }
 
-    fn soon() -> Instant {
-        Instant::now() + Duration::from_secs(30)
+    fn soon() -> Deadline {
+        Deadline::at(Instant::now() + Duration::from_secs(30))
+    }
+
+    fn valid(request: Value) -> Request {
+        request::from_value(request, &Limits::default()).expect("a valid request")
     }
 
     #[tokio::test]
     async fn hash_and_verify_round_trip() {
-        let h = hasher();
+        let h = handler();
         let answer = h
             .serve(
-                br#"{"operation":"hash","cost":4,"passwords":["s3cret-one","s3cret-two"]}"#,
+                valid(json!({"operation":"hash","cost":4,"passwords":["s3cret-one","s3cret-two"]})),
                 soon(),
             )
             .await
@@ -271,10 +229,7 @@ mod tests {
             {"password": "s3cret-one", "hash": hashes[1]},
             {"password": "s3cret-two", "hash": "not a hash"},
         ]});
-        let answer = h
-            .serve(verify.to_string().as_bytes(), soon())
-            .await
-            .expect("verify");
+        let answer = h.serve(valid(verify), soon()).await.expect("verify");
         assert_eq!(
             answer["results"],
             json!([{"valid": true}, {"valid": false}, {"error": "malformed bcrypt hash"}])
@@ -286,23 +241,25 @@ mod tests {
     async fn work_that_cannot_finish_is_refused_up_front() {
         // Calibrated at 1 ms per cost-6 hash: 1,000 hashes at cost 14 on two
         // workers need about 128 s.
-        let body =
-            json!({"operation": "hash", "cost": 14, "passwords": vec!["pw"; 1_000]}).to_string();
-        let refusal = hasher()
-            .serve(body.as_bytes(), Instant::now() + Duration::from_secs(20))
+        let request =
+            valid(json!({"operation": "hash", "cost": 14, "passwords": vec!["pw"; 1_000]}));
+        let refusal = handler()
+            .serve(
+                request,
+                Deadline::at(Instant::now() + Duration::from_secs(20)),
+            )
             .await
             .expect_err("too slow");
         assert_eq!(refusal.error_type(), "DeadlineTooShort");
         assert!(
-            refusal.message().contains("1000 hash(es) at cost 14"),
-            "{}",
-            refusal.message()
+            refusal.to_string().contains("1000 hash(es) at cost 14"),
+            "{refusal}"
         );
     }
 
     #[tokio::test]
     async fn function_url_requests_get_http_answers() {
-        let h = hasher();
+        let h = handler();
         let url_event = |body: &str, base64: bool, method: &str| {
             let body = if base64 {
                 base64::engine::general_purpose::STANDARD.encode(body)
@@ -313,7 +270,7 @@ mod tests {
         };
         let ok = h
             .serve_url(
-                &url_event(
+                url_event(
                     r#"{"operation":"hash","cost":4,"passwords":["pw-url"]}"#,
                     true,
                     "POST",
@@ -325,7 +282,7 @@ mod tests {
         let body: Value = serde_json::from_str(ok["body"].as_str().expect("body")).expect("json");
         assert_eq!(body["hashes"].as_array().map(Vec::len), Some(1));
         let bad = h
-            .serve_url(&url_event(r#"{"operation":"nope"}"#, false, "POST"), soon())
+            .serve_url(url_event(r#"{"operation":"nope"}"#, false, "POST"), soon())
             .await;
         assert_eq!(bad["statusCode"], 400);
         assert!(
@@ -334,7 +291,7 @@ mod tests {
                 .unwrap_or_default()
                 .contains("unknown operation")
         );
-        let get = h.serve_url(&url_event("", false, "GET"), soon()).await;
+        let get = h.serve_url(url_event("", false, "GET"), soon()).await;
         assert_eq!(get["statusCode"], 405);
         assert!(is_function_url(&url_event("", false, "POST")));
         assert!(!is_function_url(&json!({"operation": "hash"})));
@@ -346,7 +303,7 @@ mod tests {
             json!({"operation": "hash", "cost": 32, "passwords": ["hunter2"]}),
             lambda_runtime::Context::default(),
         );
-        let err = hasher().handle(event).await.expect_err("cost 32");
+        let err = handler().handle(event).await.expect_err("cost 32");
         assert_eq!(err.error_type, "InvalidRequest");
         assert!(err.error_message.contains("cost 32"));
         assert!(!err.error_message.contains("hunter2"));

@@ -1,18 +1,34 @@
-//! bcrypt on the Rayon pool. CPU work never runs on a tokio thread: the handler
-//! hands a batch to the pool with [`on_pool`] and awaits the answer.
+//! bcrypt on the Rayon pool, and the estimate of how long a batch takes.
+//!
+//! Where the CPU work runs: every bcrypt computation (hash, verify, the
+//! cold-start calibration) runs on the Rayon global pool that `shared` sized
+//! to the function's vCPUs. The handler hands a whole batch over with
+//! [`on_pool`] and awaits the answer through a oneshot channel, so no tokio
+//! thread ever runs bcrypt. Inside the pool, [`map_batch`] spreads a batch
+//! over the threads.
 
 use crate::secret::Secret;
 use rayon::prelude::*;
 use std::time::{Duration, Instant};
 
-/// Run `work` on the Rayon global pool and await its result (see
-/// [`shared::pool::run`]); a panic comes back as an error.
+/// Why hashing failed: a bug or a broken pool, never the caller's input (the
+/// request was validated before it reached the pool).
+#[derive(Debug, thiserror::Error)]
+pub enum HashingError {
+    /// The job panicked on the pool, or was dropped unrun.
+    #[error(transparent)]
+    Pool(#[from] shared::pool::JobError),
+    /// bcrypt refused a cost or a password it was given.
+    #[error("bcrypt: {0}")]
+    Bcrypt(#[from] bcrypt::BcryptError),
+}
+
+/// Run `work` on the Rayon global pool and await its result through a oneshot
+/// channel (see [`shared::pool::run`]); a panic comes back as an error.
 pub async fn on_pool<T: Send + 'static>(
     work: impl FnOnce() -> T + Send + 'static,
-) -> Result<T, String> {
-    shared::pool::run("hashing", work)
-        .await
-        .map_err(|e| e.to_string())
+) -> Result<T, HashingError> {
+    Ok(shared::pool::run("hashing", work).await?)
 }
 
 /// Apply `f` to every item, in parallel on the current Rayon pool when there
@@ -27,12 +43,12 @@ pub fn map_batch<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync + Sen
     }
 }
 
-/// Hash every password at `cost` (`$2b$` hashes).
-pub fn hash_all(passwords: &[Secret], cost: u32) -> Result<Vec<String>, String> {
+/// Hash every password at `cost` (`$2b$` hashes), on the current Rayon pool.
+pub fn hash_all(passwords: &[Secret], cost: u32) -> Result<Vec<String>, HashingError> {
     map_batch(passwords, |p| {
         bcrypt::hash_with_result(p.expose(), cost)
             .map(|parts| parts.format_for_version(bcrypt::Version::TwoB))
-            .map_err(|e| format!("bcrypt: {e}"))
+            .map_err(HashingError::from)
     })
     .into_iter()
     .collect()
@@ -74,7 +90,8 @@ pub fn cost_of(hash: &str) -> Option<u32> {
     shape_ok.then(|| cost.parse().ok()).flatten()
 }
 
-/// Check each password against its hash (bcrypt's constant-time comparison).
+/// Check each password against its hash (bcrypt's constant-time comparison),
+/// on the current Rayon pool.
 pub fn verify_all(items: &[(Secret, String)], max_cost: u32) -> Vec<Result<bool, VerifyError>> {
     map_batch(items, |(password, hash)| match cost_of(hash) {
         None => Err(VerifyError::Malformed),
@@ -94,11 +111,14 @@ pub struct Estimator {
 const CALIBRATION_COST: u32 = 6;
 
 impl Estimator {
-    /// Time one hash at cost 6 on this thread (call it on the pool).
-    pub fn calibrate() -> Self {
-        let start = Instant::now();
-        let _ = bcrypt::hash_with_salt(b"calibration", CALIBRATION_COST, [0u8; 16]);
-        Self::from_sample(start.elapsed(), CALIBRATION_COST)
+    /// Time one hash at cost 6 on a thread of the pool, where batches run.
+    pub async fn calibrate() -> Result<Self, HashingError> {
+        on_pool(|| {
+            let start = Instant::now();
+            bcrypt::hash_with_salt(b"calibration", CALIBRATION_COST, [0u8; 16])?;
+            Ok(Self::from_sample(start.elapsed(), CALIBRATION_COST))
+        })
+        .await?
     }
 
     /// An estimator from one hash at `cost` that took `took`.

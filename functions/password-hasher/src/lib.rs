@@ -2,6 +2,7 @@
 //! the function's vCPUs. `main.rs` wires these modules.
 
 pub mod config;
+pub mod error;
 pub mod handler;
 pub mod hashing;
 pub mod request;

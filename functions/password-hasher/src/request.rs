@@ -5,10 +5,29 @@
 //! {"operation": "hash", "cost": 10, "passwords": ["correct horse battery staple"]}
 //! {"operation": "verify", "items": [{"password": "…", "hash": "$2b$10$…"}]}
 //! ```
+//!
+//! Each request is parsed once, into a [`Request`] holding [`Secret`]s: a
+//! direct invocation's payload is the JSON value the runtime already decoded
+//! ([`from_value`]); a Function URL's body is decoded (base64 when flagged)
+//! and parsed into a value once ([`from_function_url`], [`parse`]), then read
+//! by the same code. Passwords are moved out of the value into secrets, never
+//! copied; whatever else the value held is wiped ([`wipe_json`]), as are the
+//! URL's body and its decoded bytes, on success and on refusal alike.
+//!
+//! What this cannot wipe: the Lambda runtime's own buffers (the HTTP response
+//! of the Runtime API that carried the event, and the JSON it decoded it
+//! from), and inside `serde_json`, its scratch buffer for strings with escape
+//! sequences and the pieces of a value it drops when the JSON turns out to be
+//! invalid half-way.
+//!
+//! Parsing runs on the tokio thread that serves the invocation: it is linear
+//! in the payload, which Lambda bounds at 6 MB.
 
 use crate::config::Limits;
-use crate::secret::Secret;
+use crate::secret::{Secret, wipe_json};
+use base64::Engine;
 use serde_json::{Map, Value};
+use zeroize::Zeroizing;
 
 /// Longest password bcrypt uses in full, in bytes. Longer ones are refused,
 /// never silently truncated.
@@ -55,7 +74,25 @@ fn invalid(message: impl Into<String>) -> Invalid {
     Invalid(message.into())
 }
 
-/// Parse and validate a request body.
+/// JSON that came from outside: wiped when dropped, whatever is left in it.
+struct Incoming(Value);
+
+impl Drop for Incoming {
+    fn drop(&mut self) {
+        wipe_json(self.0.take());
+    }
+}
+
+/// Parse and validate a request that is already JSON (a direct invocation's
+/// payload), taking it whole: passwords move into the request, the rest of
+/// the value is wiped.
+pub fn from_value(value: Value, limits: &Limits) -> Result<Request, Invalid> {
+    let mut value = Incoming(value);
+    parse_object(&mut value.0, limits)
+}
+
+/// Parse and validate a request body (JSON bytes), reading it into a value
+/// once. The caller owns, and wipes, `body`.
 pub fn parse(body: &[u8], limits: &Limits) -> Result<Request, Invalid> {
     let value: Value = serde_json::from_slice(body).map_err(|e| {
         // Syntax errors name a position, never the text.
@@ -65,8 +102,39 @@ pub fn parse(body: &[u8], limits: &Limits) -> Result<Request, Invalid> {
             e.column()
         ))
     })?;
+    from_value(value, limits)
+}
+
+/// Parse and validate the request in a Function URL event (payload format
+/// 2.0): its `body`, base64-decoded when `isBase64Encoded`. The event, its
+/// body and the decoded bytes are wiped.
+pub fn from_function_url(event: Value, limits: &Limits) -> Result<Request, Invalid> {
+    let mut event = Incoming(event);
+    let body = match event.0.get_mut("body") {
+        Some(Value::String(body)) => Zeroizing::new(std::mem::take(body)),
+        _ => return Err(invalid("the request has no body")),
+    };
+    if event.0.get("isBase64Encoded").and_then(Value::as_bool) == Some(true) {
+        parse(&decode_base64(&body)?, limits)
+    } else {
+        parse(body.as_bytes(), limits)
+    }
+}
+
+/// Decode base64 into a buffer that is wiped when dropped (also when the text
+/// turns out not to be base64 half-way).
+fn decode_base64(text: &str) -> Result<Zeroizing<Vec<u8>>, Invalid> {
+    let mut bytes = Zeroizing::new(vec![0; base64::decoded_len_estimate(text.len())]);
+    let len = base64::engine::general_purpose::STANDARD
+        .decode_slice(text, &mut bytes)
+        .map_err(|_| invalid("the body is not valid base64"))?;
+    bytes.truncate(len);
+    Ok(bytes)
+}
+
+fn parse_object(value: &mut Value, limits: &Limits) -> Result<Request, Invalid> {
     let object = value
-        .as_object()
+        .as_object_mut()
         .ok_or_else(|| invalid("request must be a JSON object"))?;
     let operation = object
         .get("operation")
@@ -102,14 +170,14 @@ fn only_fields(object: &Map<String, Value>, allowed: &[&str], what: &str) -> Res
 }
 
 fn batch<'a>(
-    object: &'a Map<String, Value>,
+    object: &'a mut Map<String, Value>,
     field: &str,
     limits: &Limits,
-) -> Result<&'a Vec<Value>, Invalid> {
+) -> Result<&'a mut Vec<Value>, Invalid> {
     let list = object
-        .get(field)
+        .get_mut(field)
         .ok_or_else(|| invalid(format!("missing field \"{field}\"")))?
-        .as_array()
+        .as_array_mut()
         .ok_or_else(|| invalid(format!("\"{field}\" must be an array")))?;
     if list.is_empty() {
         return Err(invalid(format!("\"{field}\" is empty")));
@@ -124,26 +192,30 @@ fn batch<'a>(
     Ok(list)
 }
 
-fn password(value: &Value, place: &str) -> Result<Secret, Invalid> {
-    let text = value
-        .as_str()
-        .ok_or_else(|| invalid(format!("{place} must be a string")))?;
-    if text.is_empty() {
+/// Move the password out of `value` (leaving an empty string) into a secret,
+/// then check it: a refused password is wiped with the secret.
+fn password(value: &mut Value, place: &str) -> Result<Secret, Invalid> {
+    let Value::String(text) = value else {
+        return Err(invalid(format!("{place} must be a string")));
+    };
+    let secret = Secret::new(std::mem::take(text));
+    let bytes = secret.expose();
+    if bytes.is_empty() {
         return Err(invalid(format!("{place} is empty")));
     }
-    if text.len() > MAX_PASSWORD_BYTES {
+    if bytes.len() > MAX_PASSWORD_BYTES {
         return Err(invalid(format!(
             "{place} is {} bytes; bcrypt uses at most {MAX_PASSWORD_BYTES} (longer passwords are refused, not truncated)",
-            text.len()
+            bytes.len()
         )));
     }
-    if text.contains('\0') {
+    if bytes.contains(&0) {
         return Err(invalid(format!("{place} contains a NUL byte")));
     }
-    Ok(Secret::new(text.to_owned()))
+    Ok(secret)
 }
 
-fn parse_hash(object: &Map<String, Value>, limits: &Limits) -> Result<Request, Invalid> {
+fn parse_hash(object: &mut Map<String, Value>, limits: &Limits) -> Result<Request, Invalid> {
     only_fields(
         object,
         &["operation", "cost", "passwords"],
@@ -161,7 +233,7 @@ fn parse_hash(object: &Map<String, Value>, limits: &Limits) -> Result<Request, I
         )));
     }
     let passwords = batch(object, "passwords", limits)?
-        .iter()
+        .iter_mut()
         .enumerate()
         .map(|(i, p)| password(p, &format!("passwords[{i}]")))
         .collect::<Result<_, _>>()?;
@@ -171,29 +243,30 @@ fn parse_hash(object: &Map<String, Value>, limits: &Limits) -> Result<Request, I
     })
 }
 
-fn parse_verify(object: &Map<String, Value>, limits: &Limits) -> Result<Request, Invalid> {
+fn parse_verify(object: &mut Map<String, Value>, limits: &Limits) -> Result<Request, Invalid> {
     only_fields(object, &["operation", "items"], "a verify request")?;
     let items = batch(object, "items", limits)?
-        .iter()
+        .iter_mut()
         .enumerate()
         .map(|(i, item)| {
-            let item = item.as_object().ok_or_else(|| {
+            let item = item.as_object_mut().ok_or_else(|| {
                 invalid(format!(
                     "items[{i}] must be an object with \"password\" and \"hash\""
                 ))
             })?;
             only_fields(item, &["password", "hash"], &format!("items[{i}]"))?;
             let secret = password(
-                item.get("password")
+                item.get_mut("password")
                     .ok_or_else(|| invalid(format!("items[{i}]: missing field \"password\"")))?,
                 &format!("items[{i}].password"),
             )?;
-            let hash = item
-                .get("hash")
-                .ok_or_else(|| invalid(format!("items[{i}]: missing field \"hash\"")))?
-                .as_str()
-                .ok_or_else(|| invalid(format!("items[{i}].hash must be a string")))?;
-            Ok((secret, hash.to_owned()))
+            // A hash is no secret: moved out as it is.
+            let hash = match item.get_mut("hash") {
+                None => return Err(invalid(format!("items[{i}]: missing field \"hash\""))),
+                Some(Value::String(hash)) => std::mem::take(hash),
+                Some(_) => return Err(invalid(format!("items[{i}].hash must be a string"))),
+            };
+            Ok((secret, hash))
         })
         .collect::<Result<_, _>>()?;
     Ok(Request::Verify { items })
@@ -206,8 +279,58 @@ mod tests {
 
     const SECRET: &str = "hunter2-do-not-leak";
 
+    /// Both roads in, the value itself and its bytes, with the same verdict.
     fn parse_value(v: Value) -> Result<Request, Invalid> {
-        parse(v.to_string().as_bytes(), &Limits::default())
+        let from_bytes = parse(v.to_string().as_bytes(), &Limits::default());
+        let from_value = from_value(v, &Limits::default());
+        assert_eq!(from_bytes, from_value);
+        from_value
+    }
+
+    fn url_event(body: &str, base64: Option<bool>) -> Value {
+        let mut event =
+            json!({"version": "2.0", "requestContext": {"http": {"method": "POST"}}, "body": body});
+        if let Some(base64) = base64 {
+            event["isBase64Encoded"] = json!(base64);
+        }
+        event
+    }
+
+    #[test]
+    fn function_url_bodies_as_text_or_base64() {
+        let body = r#"{"operation":"hash","cost":4,"passwords":["pw"]}"#;
+        let limits = Limits::default();
+        let expected = parse(body.as_bytes(), &limits).expect("valid");
+        assert_eq!(
+            from_function_url(url_event(body, None), &limits),
+            Ok(expected.clone())
+        );
+        assert_eq!(
+            from_function_url(url_event(body, Some(false)), &limits),
+            Ok(expected.clone())
+        );
+        let encoded = base64::engine::general_purpose::STANDARD.encode(body);
+        assert_eq!(
+            from_function_url(url_event(&encoded, Some(true)), &limits),
+            Ok(expected)
+        );
+        for (event, message) in [
+            (
+                url_event("not base64!", Some(true)),
+                "the body is not valid base64",
+            ),
+            (
+                url_event("", Some(true)),
+                "request is not valid JSON (line 1, column 0)",
+            ),
+            (
+                json!({"requestContext": {"http": {"method": "POST"}}}),
+                "the request has no body",
+            ),
+            (json!({"body": 7}), "the request has no body"),
+        ] {
+            assert_eq!(from_function_url(event, &limits), Err(invalid(message)));
+        }
     }
 
     #[test]

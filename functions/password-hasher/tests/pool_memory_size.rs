@@ -3,9 +3,15 @@
 
 mod common;
 
+use password_hasher::config::Limits;
+
 #[tokio::test]
 async fn memory_size_sets_the_threads_that_hash() {
-    let init = shared::init_with(&[("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "1769")]).expect("init");
+    let (init, _limits) = shared::start(
+        &[("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "1769")],
+        Limits::from_env,
+    )
+    .expect("start");
     assert_eq!(init.vcpus.workers, 1);
     assert_eq!(init.vcpus.decided_by, shared::vcpus::Source::LambdaMemory);
     let names = common::thread_names(8).await;

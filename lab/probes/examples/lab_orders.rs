@@ -3,7 +3,7 @@
 //! JSON line: RSS after invocations, records per second of handler time.
 //!
 //! `lab_orders POLICY PHASE...` (run by `cargo xtask lab`)
-//! - POLICY: `template` applies `MEMORY_RETURN` as `shared::init` does (the
+//! - POLICY: `template` applies `MEMORY_RETURN` as `shared::start` does (the
 //!   template sets `prompt`); `library-defaults` leaves the allocator as shipped.
 //! - PHASE: `INVOCATIONSxORDERS@GAP_MS`, e.g. `10000x10@0` (a burst) or
 //!   `300x1@100` (one order every 100 ms). Between invocations the process
@@ -14,23 +14,15 @@
 
 use order_processor::config::Config;
 use order_processor::handler::Handler;
-use order_processor::order::ValidOrder;
-use order_processor::store::{OrderStore, PutOutcome, StoreError};
 use shared::allocator::{self, Policy};
 use shared::config::ProcessEnv;
+use shared::invocation::Deadline;
 use std::time::{Duration, Instant};
 use testkit::orders as sample;
+use testkit::store::MemoryOrders;
 
 /// Most RSS samples per phase without gaps (a burst is sampled evenly).
 const SAMPLES_PER_BURST: u64 = 500;
-
-struct NullStore;
-
-impl OrderStore for NullStore {
-    async fn put_order(&self, _order: &ValidOrder) -> Result<PutOutcome, StoreError> {
-        Ok(PutOutcome::Written)
-    }
-}
 
 struct Phase {
     invocations: u64,
@@ -68,7 +60,7 @@ async fn main() -> Result<(), String> {
         .map(|p| parse_phase(p))
         .collect::<Result<Vec<_>, _>>()?;
     let config = Config::from_env(&ProcessEnv).map_err(|e| e.to_string())?;
-    let handler = Handler::new(NullStore, &config);
+    let handler = Handler::new(MemoryOrders::accept_all(), &config);
 
     let mut rss = Vec::new(); // [invocation, MiB]
     let (mut invocation, mut next_order, mut failed) = (0u64, 0u64, 0usize);
@@ -86,7 +78,7 @@ async fn main() -> Result<(), String> {
             let records = sample::records(next_order..next_order + phase.orders, sample::body);
             next_order += phase.orders;
             let started = Instant::now();
-            let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+            let deadline = Deadline::at(Instant::now() + Duration::from_secs(10));
             let report = handler
                 .process(&records, deadline)
                 .await

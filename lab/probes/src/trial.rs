@@ -1,15 +1,14 @@
 //! A first-invocation trial, for the pre-warm test and the lab probe: a fresh
-//! worker over generated orders, invoked `rounds` times, each round timed and
-//! its minor page faults counted. Run it in a fresh process per variant, so no
-//! variant inherits another's heap.
+//! Arrow worker handler over generated orders, invoked `rounds` times, each
+//! round timed and its minor page faults counted. Run it in a fresh process per
+//! variant, so no variant inherits another's heap.
 
 use arrow_worker::config::Config;
-use arrow_worker::handler::Worker;
-use arrow_worker::sample;
-use arrow_worker::store::MemoryStore;
+use arrow_worker::handler::Handler;
 use shared::allocator::{self, Policy};
 use shared::arena;
 use std::time::{Duration, Instant};
+use testkit::arrow::{self, MemoryStore};
 
 /// One invocation's cost.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,11 +53,11 @@ pub async fn run(
     allocator::apply(Policy::Keep)?;
     // The orders stand for the table: generated before cold start begins, so
     // they do not use up the pre-warmed pages (a real scan holds one page).
-    let items = sample::items(rows, (rows as u64 / 8).max(1), 7);
+    let items = arrow::items(rows, (rows as u64 / 8).max(1), 7);
     shared::pool::build_global(1).map_err(|e| e.to_string())?;
     let env = [("TABLE_NAME", "orders"), ("REPORTS_TABLE", "reports")];
     let config = Config::from_env(&env).map_err(|e| e.to_string())?;
-    // The first invocation arrives after init; the worker waits for an
+    // The first invocation arrives after init; the handler waits for an
     // unfinished pre-warm itself, but the trial measures the invocation alone.
     let (prewarm, prewarm_took) = match arena {
         ArenaPrewarm::Off => (None, None),
@@ -76,9 +75,9 @@ pub async fn run(
             (None, Some(report.took))
         }
     };
-    let worker = Worker::new(MemoryStore::new(items, 1_000), config, 1, prewarm);
+    let handler = Handler::new(MemoryStore::new(items, 1_000), config, 1, prewarm);
     if warm_code {
-        arrow_worker::aggregate::warm_up().map_err(|e| e.to_string())?;
+        arrow_worker::warm_up::run().map_err(|e| e.to_string())?;
     }
     let payload = serde_json::json!({"operation": "aggregate", "query": {"group_by": "customer"}});
     let mut results = Vec::with_capacity(rounds);
@@ -86,7 +85,7 @@ pub async fn run(
         let event = lambda_runtime::LambdaEvent::new(payload.clone(), Default::default());
         let faults = shared::memory::minor_faults();
         let started = Instant::now();
-        let answer = worker.handle(event).await.map_err(|e| e.error_message)?;
+        let answer = handler.handle(event).await.map_err(|e| e.error_message)?;
         let took = started.elapsed();
         std::hint::black_box(answer);
         results.push(Round {

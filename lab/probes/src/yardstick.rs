@@ -57,7 +57,8 @@ pub fn ours_seconds_per_hash(
     let secrets: Vec<_> = passwords.iter().map(|p| Secret::new(p.clone())).collect();
     let start = Instant::now();
     for secret in &secrets {
-        pool.install(|| hash_all(std::slice::from_ref(secret), cost))?;
+        pool.install(|| hash_all(std::slice::from_ref(secret), cost))
+            .map_err(|e| e.to_string())?;
     }
     Ok(start.elapsed().as_secs_f64() / secrets.len().max(1) as f64)
 }
@@ -101,7 +102,9 @@ pub fn batch_seconds(
     let mut best = f64::INFINITY;
     for _ in 0..tries.max(1) {
         let start = Instant::now();
-        let hashes = pool.install(|| hash_all(&secrets, cost))?;
+        let hashes = pool
+            .install(|| hash_all(&secrets, cost))
+            .map_err(|e| e.to_string())?;
         if hashes.len() != secrets.len() {
             return Err(format!(
                 "{} hashes for {} passwords",

@@ -14,14 +14,14 @@ pub(super) fn apply(policy: Policy) -> Result<Applied, String> {
         Policy::Prompt => 0,
         Policy::Keep => -1,
     };
-    // SAFETY (every raw call below): these mallctl names take a `ssize_t`
-    // (`isize`) or read an `unsigned` (`u32`), the types passed here, and the
-    // names are NUL-terminated.
+    // SAFETY: `arenas.*_decay_ms` and `arena.N.*_decay_ms` take a `ssize_t`
+    // (`isize`), the type passed here, and every name is NUL-terminated.
     let set = |name: &[u8]| unsafe { raw::write(name, ms) }.map_err(|e| format!("{e}"));
     // Defaults for arenas created from now on…
     set(b"arenas.dirty_decay_ms\0")?;
     set(b"arenas.muzzy_decay_ms\0")?;
     // …and the arenas that already exist (uninitialised ones answer EFAULT).
+    // SAFETY: `arenas.narenas` reads an `unsigned` (`u32`); the name is NUL-terminated.
     let narenas: u32 = unsafe { raw::read(b"arenas.narenas\0") }.map_err(|e| format!("{e}"))?;
     for i in 0..narenas {
         for kind in ["dirty", "muzzy"] {

@@ -4,7 +4,7 @@
 //!
 //! - [`check_request`]: a payload as JSON text, through [`request::parse`], the
 //!   checks of what parses (segment, window, limit, merge, day), and the real
-//!   [`Worker`] over a small in-memory table, which must agree.
+//!   [`Handler`] over a small in-memory table, which must agree.
 //! - [`check_items`]: bytes decoded by [`decode_items`] into DynamoDB items with
 //!   any attribute types, names, numbers and strings, through
 //!   [`columns::read`], [`columns::to_batch`] and the aggregation.
@@ -12,17 +12,15 @@
 //! A violated property comes back as `Err(what)`; a panic of the code under
 //! test is left to propagate, so the engine sees it.
 
+use crate::arrow::{self, DAY_MS, MemoryStore, START_MS};
 use arrow_worker::aggregate::aggregate;
 use arrow_worker::answer::{Answer, Group, Rows, Skipped, Stats};
 use arrow_worker::columns::{self, Flaw, Item, PROJECTION, Row, day_of};
 use arrow_worker::config::Config;
-use arrow_worker::handler::Worker;
+use arrow_worker::handler::Handler;
 use arrow_worker::merge::merge;
-use arrow_worker::request::{
-    self, GroupBy, MAX_LIMIT, MAX_SEGMENTS, Query, Request, Segment, Window,
-};
-use arrow_worker::sample::{self, DAY_MS, START_MS};
-use arrow_worker::store::MemoryStore;
+use arrow_worker::query::{GroupBy, MAX_LIMIT, MAX_SEGMENTS, Query, Segment, Window};
+use arrow_worker::request::{self, Request};
 use aws_sdk_dynamodb::primitives::Blob;
 use aws_sdk_dynamodb::types::AttributeValue;
 use lambda_runtime::{Context, LambdaEvent};
@@ -114,16 +112,11 @@ pub fn check_request(data: &[u8]) -> Result<(), String> {
     }
     let config = Config::from_env(&[("TABLE_NAME", "orders"), ("REPORTS_TABLE", "reports")])
         .map_err(|e| e.to_string())?;
-    let worker = Worker::new(
-        MemoryStore::new(sample::items(20, 5, 1), 4),
-        config,
-        2,
-        None,
-    );
+    let handler = Handler::new(MemoryStore::new(arrow::items(20, 5, 1), 4), config, 2, None);
     let runtime = tokio::runtime::Builder::new_current_thread()
         .build()
         .map_err(|e| e.to_string())?;
-    let answer = runtime.block_on(worker.handle(LambdaEvent::new(payload, Context::default())));
+    let answer = runtime.block_on(handler.handle(LambdaEvent::new(payload, Context::default())));
     match (answer, verdict) {
         (Ok(_), Ok(())) => Ok(()),
         (Err(d), Err(message))
@@ -132,7 +125,7 @@ pub fn check_request(data: &[u8]) -> Result<(), String> {
             Ok(())
         }
         (answer, verdict) => Err(format!(
-            "the worker answered {:?} where the checks say {verdict:?}",
+            "the handler answered {:?} where the checks say {verdict:?}",
             answer.map(|_| "an answer")
         )),
     }
@@ -442,15 +435,15 @@ pub fn encode_items(group_by: GroupBy, items: &[Item]) -> Vec<u8> {
 /// Sample orders as stored, by each grouping, and items at the limits.
 pub fn item_seeds() -> Vec<Vec<u8>> {
     let mut edge = vec![
-        sample::order_item("c", "EUR", 0, 0, 1),
-        sample::order_item(
+        arrow::order_item("c", "EUR", 0, 0, 1),
+        arrow::order_item(
             &"c".repeat(MAX_ID_LEN),
             "JPY",
             -1,
             MAX_AMOUNT_CENTS,
             MAX_TOTAL_QUANTITY,
         ),
-        sample::order_item("c", "eur", i64::MAX, MAX_AMOUNT_CENTS + 1, 0),
+        arrow::order_item("c", "eur", i64::MAX, MAX_AMOUNT_CENTS + 1, 0),
     ];
     edge[2].remove(attr::TOTAL_QUANTITY);
     [GroupBy::Customer, GroupBy::Day, GroupBy::Currency]
@@ -458,7 +451,7 @@ pub fn item_seeds() -> Vec<Vec<u8>> {
         .enumerate()
         .flat_map(|(i, group_by)| {
             [
-                encode_items(group_by, &sample::items(6, 3, i as u64)),
+                encode_items(group_by, &arrow::items(6, 3, i as u64)),
                 encode_items(group_by, &edge),
             ]
         })
@@ -533,7 +526,7 @@ mod tests {
 
     #[test]
     fn encoded_items_decode_to_themselves() {
-        let items = sample::items(5, 2, 7);
+        let items = arrow::items(5, 2, 7);
         let (group_by, window, decoded) = decode_items(&encode_items(GroupBy::Day, &items));
         assert_eq!(group_by, GroupBy::Day);
         assert!(window.is_unbounded());

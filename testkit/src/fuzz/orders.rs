@@ -11,14 +11,16 @@
 //! A violated property comes back as `Err(what)`; a panic of the code under
 //! test is left to propagate, so the engine sees it.
 
+use crate::store::MemoryOrders;
 use aws_lambda_events::sqs::{SqsEvent, SqsMessage};
 use order_processor::config::Config;
-use order_processor::handler::{Failure, Handler, Outcome};
+use order_processor::error::RecordFailure;
+use order_processor::handler::{Handler, Outcome};
 use order_processor::order::{self, Invalid, MAX_BODY_BYTES, ValidOrder};
-use order_processor::store::{OrderStore, PutOutcome, StoreError};
 use serde_json::Value;
+use shared::invocation::Deadline;
 use shared::orders::{MAX_AMOUNT_CENTS, MAX_ID_LEN, MAX_ITEMS, MAX_TOTAL_QUANTITY};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Names and values that steer a generator towards the schema.
 pub const VOCABULARY: &[&str] = &[
@@ -144,14 +146,14 @@ fn agrees_with_handler(
     record.message_id = Some("fuzz-1".into());
     let config = Config::from_env(&[("TABLE_NAME", "orders"), ("CACHE_CAPACITY", "1")])
         .map_err(|e| e.to_string())?;
-    let handler = Handler::new(AcceptEverything, &config);
+    let handler = Handler::new(MemoryOrders::accept_all(), &config);
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_time()
         .build()
         .map_err(|e| e.to_string())?;
     let report = runtime
         .block_on(async {
-            let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+            let deadline = Deadline::at(Instant::now() + Duration::from_secs(30));
             handler
                 .process(std::slice::from_ref(&record), deadline)
                 .await
@@ -159,20 +161,13 @@ fn agrees_with_handler(
         .map_err(|e| e.to_string())?;
     match (report.outcomes.as_slice(), parsed) {
         ([(_, Outcome::Stored)], Ok(_)) => Ok(()),
-        ([(_, Outcome::Failed(Failure::Invalid(seen)))], Err(invalid)) if seen == invalid => Ok(()),
+        ([(_, Outcome::Failed(RecordFailure::Invalid(seen)))], Err(invalid)) if seen == invalid => {
+            Ok(())
+        }
         (outcomes, _) => Err(format!(
             "the handler's outcome {outcomes:?} disagrees with parse: {:?}",
             parsed.as_ref().map(|_| "valid").map_err(Invalid::class)
         )),
-    }
-}
-
-/// A store that accepts every order and keeps none.
-struct AcceptEverything;
-
-impl OrderStore for AcceptEverything {
-    async fn put_order(&self, _order: &ValidOrder) -> Result<PutOutcome, StoreError> {
-        Ok(PutOutcome::Written)
     }
 }
 

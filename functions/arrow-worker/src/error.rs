@@ -1,0 +1,96 @@
+//! Why a request failed. Each variant maps to the stable `errorType` the
+//! caller sees (Step Functions retries `DynamoDBError`; tests and users match
+//! on the others), and the message says what to change.
+
+use crate::aggregate::AggregateError;
+use crate::answer::Unanswerable;
+use crate::query::BadRequest;
+use crate::scan::ScanError;
+use crate::store::StoreError;
+use lambda_runtime::Diagnostic;
+
+/// A failed request; [`Error::error_type`] is the error type the caller sees.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The request cannot be answered as sent: `InvalidRequest`.
+    #[error(transparent)]
+    InvalidRequest(#[from] BadRequest),
+    /// The scan stopped: `DynamoDBError` (after the SDK's retries) or
+    /// `TooManyRows` (more than `MAX_ROWS`: fan out).
+    #[error(transparent)]
+    Scan(#[from] ScanError),
+    /// A report could not be saved: `DynamoDBError`.
+    #[error("report not saved: {0}")]
+    Report(#[from] StoreError),
+    /// The aggregation failed: `AggregationFailed`.
+    #[error(transparent)]
+    Aggregate(#[from] AggregateError),
+    /// The Rayon job did not return: `AggregationFailed`.
+    #[error(transparent)]
+    Pool(#[from] shared::pool::JobError),
+    /// The answer cannot be returned: `AnswerTooLarge` (more than Lambda's
+    /// 6 MB response limit), or `Internal` (it does not serialise).
+    #[error(transparent)]
+    Answer(#[from] Unanswerable),
+}
+
+impl Error {
+    /// The `errorType` of the failed invocation.
+    pub fn error_type(&self) -> &'static str {
+        match self {
+            Error::InvalidRequest(_) => "InvalidRequest",
+            Error::Scan(ScanError::TooManyRows(_)) => "TooManyRows",
+            Error::Scan(ScanError::Store(_)) | Error::Report(_) => "DynamoDBError",
+            Error::Aggregate(_) | Error::Pool(_) => "AggregationFailed",
+            Error::Answer(Unanswerable::TooLarge(_)) => "AnswerTooLarge",
+            Error::Answer(Unanswerable::NotSerialisable(_)) => "Internal",
+        }
+    }
+}
+
+impl From<Error> for Diagnostic {
+    fn from(error: Error) -> Self {
+        Diagnostic {
+            error_type: error.error_type().into(),
+            error_message: error.to_string(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_failure_has_its_stable_error_type() {
+        let cases = [
+            (Error::from(BadRequest("x".into())), "InvalidRequest"),
+            (Error::from(ScanError::TooManyRows(5)), "TooManyRows"),
+            (
+                Error::from(ScanError::Store(StoreError("down".into()))),
+                "DynamoDBError",
+            ),
+            (Error::from(StoreError("down".into())), "DynamoDBError"),
+            (
+                Error::from(AggregateError::Overflow {
+                    column: "total_cents",
+                    key: "k".into(),
+                }),
+                "AggregationFailed",
+            ),
+            (
+                Error::from(shared::pool::JobError::Panicked("aggregation")),
+                "AggregationFailed",
+            ),
+            (Error::from(Unanswerable::TooLarge(7)), "AnswerTooLarge"),
+        ];
+        for (error, error_type) in cases {
+            let message = error.to_string();
+            let diagnostic = Diagnostic::from(error);
+            assert_eq!(diagnostic.error_type, error_type, "{message}");
+            assert_eq!(diagnostic.error_message, message);
+        }
+        let report = Diagnostic::from(Error::from(StoreError("down".into())));
+        assert_eq!(report.error_message, "report not saved: down");
+    }
+}

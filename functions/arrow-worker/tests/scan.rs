@@ -1,0 +1,29 @@
+//! The scan: every page of the requested segments, read concurrently, turned
+//! into batches; malformed items counted; `MAX_ROWS` enforced.
+
+use arrow_worker::query::GroupBy;
+use arrow_worker::scan::scan;
+use std::collections::HashMap;
+use testkit::arrow::{self, MemoryStore};
+
+#[tokio::test]
+async fn every_segment_is_read_once_and_malformed_items_are_counted() {
+    let mut items = arrow::items(50, 7, 3);
+    items.push(HashMap::new());
+    let store = MemoryStore::new(items, 8);
+    let scanned = scan(&store, 0..4, 4, GroupBy::Customer, 1_000)
+        .await
+        .unwrap();
+    let rows: usize = scanned.batches.iter().map(|b| b.num_rows()).sum();
+    assert_eq!(rows, 50);
+    assert_eq!(scanned.rows.scanned, 51);
+    assert_eq!(scanned.rows.skipped.missing_field, 1);
+    assert!(scanned.pages >= 4);
+}
+
+#[tokio::test]
+async fn too_many_rows_is_a_clear_error() {
+    let store = MemoryStore::new(arrow::items(50, 7, 3), 8);
+    let err = scan(&store, 0..1, 1, GroupBy::Day, 20).await.unwrap_err();
+    assert!(err.to_string().contains("more than 20 rows"), "{err}");
+}

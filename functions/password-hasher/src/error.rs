@@ -1,0 +1,130 @@
+//! Why a request got no answer: the one error type of an invocation, with its
+//! `errorType` (direct invoke) and its HTTP status (Function URL).
+//!
+//! No message ever contains a password: parse errors are written by hand in
+//! [`crate::request`], the others quote only counts, costs and durations.
+
+use crate::hashing::HashingError;
+use crate::request::Invalid;
+use lambda_runtime::Diagnostic;
+use std::time::Duration;
+
+/// A request that was refused, or that failed.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The request is malformed or breaks a limit (`InvalidRequest`, HTTP 400).
+    #[error(transparent)]
+    InvalidRequest(#[from] Invalid),
+    /// A Function URL request with another method than POST (`InvalidRequest`,
+    /// HTTP 405).
+    #[error("use POST with a JSON body")]
+    MethodNotAllowed,
+    /// The estimated work would not finish before the deadline; refused before
+    /// any hashing (`DeadlineTooShort`, HTTP 400).
+    #[error(
+        "{hashes} hash(es) at cost {cost} on {workers} worker(s) need about {:.1} s; {:.1} s are left before the deadline: send smaller batches or a lower cost",
+        .estimate.as_secs_f64(),
+        .left.as_secs_f64()
+    )]
+    DeadlineTooShort {
+        /// Hashes (or verifications) in the batch.
+        hashes: usize,
+        /// The cost they would be computed at.
+        cost: u32,
+        /// Pool threads sharing them.
+        workers: usize,
+        /// How long they would take, from the cold-start calibration.
+        estimate: Duration,
+        /// Time left to work before the deadline.
+        left: Duration,
+    },
+    /// The pool or bcrypt failed: a bug, not the caller's fault
+    /// (`InternalError`, HTTP 500).
+    #[error(transparent)]
+    Internal(#[from] HashingError),
+}
+
+impl Error {
+    /// The `errorType` of a direct invoke (also in a Function URL's error body).
+    pub fn error_type(&self) -> &'static str {
+        match self {
+            Error::InvalidRequest(_) | Error::MethodNotAllowed => "InvalidRequest",
+            Error::DeadlineTooShort { .. } => "DeadlineTooShort",
+            Error::Internal(_) => "InternalError",
+        }
+    }
+
+    /// The HTTP status of a Function URL answer.
+    pub fn http_status(&self) -> u16 {
+        match self {
+            Error::InvalidRequest(_) | Error::DeadlineTooShort { .. } => 400,
+            Error::MethodNotAllowed => 405,
+            Error::Internal(_) => 500,
+        }
+    }
+}
+
+impl From<Error> for Diagnostic {
+    fn from(error: Error) -> Self {
+        Diagnostic {
+            error_type: error.error_type().to_owned(),
+            error_message: error.to_string(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_error_keeps_its_error_type_and_status() {
+        let too_slow = Error::DeadlineTooShort {
+            hashes: 1_000,
+            cost: 14,
+            workers: 2,
+            estimate: Duration::from_millis(128_000),
+            left: Duration::from_secs(20),
+        };
+        let cases = [
+            (
+                Error::from(Invalid("cost 3 is outside".into())),
+                "InvalidRequest",
+                400,
+            ),
+            (Error::MethodNotAllowed, "InvalidRequest", 405),
+            (too_slow, "DeadlineTooShort", 400),
+            (
+                Error::from(HashingError::from(shared::pool::JobError::Panicked(
+                    "hashing",
+                ))),
+                "InternalError",
+                500,
+            ),
+        ];
+        for (error, error_type, status) in cases {
+            assert_eq!(
+                (error.error_type(), error.http_status()),
+                (error_type, status)
+            );
+            let diagnostic = Diagnostic::from(error);
+            assert_eq!(diagnostic.error_type, error_type);
+            assert!(!diagnostic.error_message.is_empty());
+        }
+    }
+
+    #[test]
+    fn the_deadline_message_names_the_work_and_the_time() {
+        let error = Error::DeadlineTooShort {
+            hashes: 1_000,
+            cost: 14,
+            workers: 2,
+            estimate: Duration::from_millis(128_000),
+            left: Duration::from_secs(20),
+        };
+        assert_eq!(
+            error.to_string(),
+            "1000 hash(es) at cost 14 on 2 worker(s) need about 128.0 s; 20.0 s are left before the deadline: send smaller batches or a lower cost"
+        );
+    }
+}

@@ -1,0 +1,169 @@
+//! The Arrow worker's test doubles: order items as the order processor stores
+//! them (generated, deterministic for a seed) and [`MemoryStore`], an in-memory
+//! [`Store`], so the worker's handler runs without a network in tests, the
+//! fuzz checks and the lab.
+
+use arrow_worker::columns::Item;
+use arrow_worker::store::{Page, Store, StoreError};
+use aws_sdk_dynamodb::types::AttributeValue;
+use shared::orders::attr;
+use std::sync::{Arc, Mutex};
+
+/// 2026-11-01T00:00:00Z in milliseconds: generated orders start here.
+pub const START_MS: i64 = 1_793_491_200_000;
+/// A day in milliseconds.
+pub const DAY_MS: i64 = 86_400_000;
+const CURRENCIES: [&str; 3] = ["EUR", "USD", "JPY"];
+
+/// An item with the attributes the analytics read.
+pub fn order_item(customer: &str, currency: &str, ms: i64, total: u64, qty: u64) -> Item {
+    Item::from([
+        (attr::CUSTOMER_ID.into(), AttributeValue::S(customer.into())),
+        (attr::CURRENCY.into(), AttributeValue::S(currency.into())),
+        (
+            attr::CREATED_AT_MS.into(),
+            AttributeValue::N(ms.to_string()),
+        ),
+        (
+            attr::TOTAL_CENTS.into(),
+            AttributeValue::N(total.to_string()),
+        ),
+        (
+            attr::TOTAL_QUANTITY.into(),
+            AttributeValue::N(qty.to_string()),
+        ),
+    ])
+}
+
+/// `n` orders over `customers` customers and 30 days, deterministic for a `seed`.
+pub fn items(n: usize, customers: u64, seed: u64) -> Vec<Item> {
+    let mut rng = fastrand::Rng::with_seed(seed);
+    (0..n)
+        .map(|i| {
+            let mut item = order_item(
+                &format!("cust-{:06}", rng.u64(0..customers.max(1))),
+                CURRENCIES[rng.usize(0..CURRENCIES.len())],
+                START_MS + rng.i64(0..30 * DAY_MS),
+                rng.u64(1..1_000_000),
+                rng.u64(1..50),
+            );
+            item.insert(
+                attr::ORDER_ID.into(),
+                AttributeValue::S(format!("ord-{seed}-{i:08}")),
+            );
+            item
+        })
+        .collect()
+}
+
+/// Orders held in memory: item `i` belongs to segment `i % total_segments`,
+/// pages hold `page_size` items. Reports are kept in a list that every clone
+/// of the store shares, so a test can keep a clone and read what the handler
+/// saved.
+#[derive(Debug, Clone, Default)]
+pub struct MemoryStore {
+    items: Arc<Vec<Item>>,
+    page_size: usize,
+    reports: Arc<Mutex<Vec<(String, String)>>>,
+}
+
+impl MemoryStore {
+    /// A store holding `items`, scanned `page_size` at a time.
+    pub fn new(items: Vec<Item>, page_size: usize) -> Self {
+        Self {
+            items: Arc::new(items),
+            page_size: page_size.max(1),
+            reports: Arc::default(),
+        }
+    }
+
+    /// The reports saved so far, as `(id, body)`.
+    pub fn reports(&self) -> Vec<(String, String)> {
+        self.reports.lock().map(|r| r.clone()).unwrap_or_default()
+    }
+}
+
+/// Position of the next page, as a start key (the segment-local index).
+const POSITION: &str = "position";
+
+impl Store for MemoryStore {
+    async fn scan_page(
+        &self,
+        segment: u32,
+        total_segments: u32,
+        start: Option<Item>,
+    ) -> Result<Page, StoreError> {
+        let skip = match start.as_ref().and_then(|s| s.get(POSITION)) {
+            None => 0,
+            Some(v) => v
+                .as_n()
+                .ok()
+                .and_then(|n| n.parse().ok())
+                .ok_or_else(|| StoreError("bad start key".into()))?,
+        };
+        let total = total_segments.max(1) as usize;
+        let mine = self
+            .items
+            .iter()
+            .skip(segment as usize)
+            .step_by(total)
+            .skip(skip);
+        let items: Vec<Item> = mine.take(self.page_size).cloned().collect();
+        let end = skip + items.len();
+        let more = self
+            .items
+            .len()
+            .saturating_sub(segment as usize)
+            .div_ceil(total)
+            > end;
+        let next =
+            more.then(|| Item::from([(POSITION.to_owned(), AttributeValue::N(end.to_string()))]));
+        Ok(Page { items, next })
+    }
+
+    async fn save_report(&self, id: &str, body: String) -> Result<(), StoreError> {
+        let mut reports = self
+            .reports
+            .lock()
+            .map_err(|_| StoreError("report list poisoned".into()))?;
+        reports.retain(|(existing, _)| existing != id);
+        reports.push((id.to_owned(), body));
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn segments_partition_the_items_and_pages_cover_each_segment() {
+        let store = MemoryStore::new(items(23, 5, 1), 4);
+        let mut seen = 0;
+        for segment in 0..3 {
+            let mut start = None;
+            loop {
+                let page = store.scan_page(segment, 3, start).await.unwrap();
+                assert!(page.items.len() <= 4);
+                seen += page.items.len();
+                match page.next {
+                    Some(next) => start = Some(next),
+                    None => break,
+                }
+            }
+        }
+        assert_eq!(seen, 23);
+        let empty = MemoryStore::new(Vec::new(), 4);
+        let page = empty.scan_page(0, 1, None).await.unwrap();
+        assert!(page.items.is_empty() && page.next.is_none());
+    }
+
+    #[tokio::test]
+    async fn clones_share_the_saved_reports() {
+        let store = MemoryStore::new(Vec::new(), 4);
+        let kept = store.clone();
+        store.save_report("daily/a", "1".into()).await.unwrap();
+        store.save_report("daily/a", "2".into()).await.unwrap();
+        assert_eq!(kept.reports(), [("daily/a".to_owned(), "2".to_owned())]);
+    }
+}

@@ -1,0 +1,1188 @@
+//! Tidy tests: house rules of the workspace, checked mechanically (in the style
+//! of rust-analyzer's tidy tests). Each rule is a function from file contents to
+//! its offences (`path:line: what`); `planted` feeds each one a bad input, so
+//! every rule is known to fail when it should; one `#[test]` per rule runs it on
+//! the real tree. Crates and paths come from `cargo metadata` and the file
+//! system, never from lists kept here (except the two allow-lists).
+//!
+//! 1. Functions depend only on `shared` (dev-dependencies: also on dev crates
+//!    such as `testkit`, never on another function), and `shared` on no crate of
+//!    the workspace: a function builds and deploys alone, and dev tooling never
+//!    ships in a Lambda zip.
+//! 2. Every member takes each dependency (version or path) from the root
+//!    `[workspace.dependencies]`: one version of each crate, one place to bump it.
+//! 3. `unsafe` only in the files of [`UNSAFE_ALLOWED`], each use explained by a
+//!    `// SAFETY:` comment on its line or the 3 above; no `static mut` at all.
+//! 4. Every module of a production crate (`shared`, `functions/*`) serves
+//!    production code: test, fuzz and lab helpers belong in dev crates.
+//! 5. The paths ARCHITECTURE.md and README.md name exist: docs follow the tree.
+//! 6. Every function of template.yaml is a crate under `functions/` with the
+//!    binary its build names, and every crate there is deployed.
+//! 7. No import cycle between the top-level modules of a production crate: each
+//!    module can be read (and moved) knowing only the ones below it.
+//! 8. Only a function's `main.rs` (and `shared`) builds SDK clients, thread
+//!    pools or runtimes: handlers get them, once per cold start.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use toml::de::{DeTable, DeValue};
+
+/// The only files that may contain `unsafe` (a trailing `/` allows a folder):
+/// the allocators' FFI (`allocator/`) and `getrusage` for the memory figures.
+const UNSAFE_ALLOWED: &[&str] = &["shared/src/allocator/", "shared/src/memory.rs"];
+
+/// Modules of production crates no production code uses, kept anyway:
+/// (lib name, module, why). Empty: nothing needs it today.
+const MODULES_NOT_FOR_PRODUCTION: &[(&str, &str, &str)] = &[];
+
+const DEPENDENCY_TABLES: [&str; 3] = ["dependencies", "dev-dependencies", "build-dependencies"];
+
+/// A package of the workspace, from `cargo metadata`; folders are relative to the root.
+#[derive(Default)]
+struct Package {
+    name: String,
+    dir: String,
+    manifest: String,
+    /// The lib target's name and `src` folder.
+    lib: Option<(String, String)>,
+    bins: Vec<String>,
+    /// (package, kind, key in the manifest) of dependencies on other members.
+    members_used: Vec<(String, String, String)>,
+}
+
+struct Source {
+    path: String,
+    text: String,
+}
+
+// ---------------------------------------------------------------- the rules
+
+/// Rule 1.
+fn dependency_offences(packages: &[Package]) -> Vec<String> {
+    let function = |name: &str| {
+        packages
+            .iter()
+            .any(|p| p.name == name && is_function(&p.dir))
+    };
+    let mut offences = vec![];
+    for p in packages
+        .iter()
+        .filter(|p| p.name == "shared" || is_function(&p.dir))
+    {
+        for (dep, kind, key) in &p.members_used {
+            let allowed = match (p.name.as_str(), kind.as_str()) {
+                ("shared", _) => false,
+                (_, "dev") => !function(dep),
+                _ => dep == "shared",
+            };
+            if !allowed {
+                let line = key_line(&p.manifest, key);
+                offences.push(format!(
+                    "{}/Cargo.toml:{line}: `{}` has a {kind} dependency on `{dep}` (a function may \
+                     depend on `shared`, in dev also on dev crates; `shared` on no member)",
+                    p.dir, p.name
+                ));
+            }
+        }
+    }
+    offences
+}
+
+/// Rule 2, on one member's `Cargo.toml`.
+fn manifest_offences(path: &str, manifest: &str) -> Vec<String> {
+    let doc = match DeTable::parse(manifest) {
+        Ok(doc) => doc.into_inner(),
+        Err(e) => return vec![format!("{path}: not valid TOML: {e}")],
+    };
+    let mut scopes = vec![(String::new(), &doc)];
+    for (cfg, target) in table_at(&doc, "target").into_iter().flatten() {
+        if let DeValue::Table(target) = target.get_ref() {
+            scopes.push((format!("target.{}.", cfg.get_ref()), target));
+        }
+    }
+    let tables = scopes.iter().flat_map(|(prefix, scope)| {
+        let tables = DEPENDENCY_TABLES
+            .iter()
+            .filter_map(|kind| Some((format!("{prefix}{kind}"), table_at(scope, kind)?)));
+        tables.collect::<Vec<_>>()
+    });
+    let mut offences = vec![];
+    for (section, table) in tables {
+        for (name, spec) in table {
+            let why = match spec.get_ref() {
+                DeValue::Table(spec) => {
+                    let own = ["version", "path", "git", "branch", "tag", "rev", "registry"]
+                        .into_iter()
+                        .filter(|key| value_at(spec, key).is_some())
+                        .collect::<Vec<_>>();
+                    let workspace =
+                        matches!(value_at(spec, "workspace"), Some(DeValue::Boolean(true)));
+                    match (own.is_empty(), workspace) {
+                        (true, true) => continue,
+                        (true, false) => "lacks `workspace = true`".to_string(),
+                        (false, _) => format!("sets its own {}", own.join(", ")),
+                    }
+                }
+                DeValue::String(version) => format!("pins its own version \"{version}\""),
+                _ => "is neither a version nor a table".to_string(),
+            };
+            let (line, name) = (line_at(manifest, name.span().start), name.get_ref());
+            offences.push(format!(
+                "{path}:{line}: [{section}] `{name}` {why}: put it in the root \
+                 [workspace.dependencies] and write `{name}.workspace = true`"
+            ));
+        }
+    }
+    offences
+}
+
+/// Rule 3, on one source file; `allowed`: the file is in [`UNSAFE_ALLOWED`].
+fn unsafe_offences(path: &str, source: &str, allowed: bool) -> Vec<String> {
+    let raw: Vec<&str> = source.lines().collect();
+    let mut offences = vec![];
+    for (n, line) in code_only(source).lines().enumerate() {
+        let words = tokens(line);
+        // `&'static mut T` is a reference, not a `static mut`.
+        let static_mut = words.starts_with(&["static", "mut"])
+            || words
+                .windows(3)
+                .any(|w| w[0] != "'" && w[1..] == ["static", "mut"]);
+        let mut offend = |what: &str| offences.push(format!("{path}:{}: {what}", n + 1));
+        if static_mut {
+            offend("`static mut` (use an atomic, a `Mutex` or a `OnceLock`)");
+        }
+        if words.contains(&"unsafe") && !allowed {
+            offend("`unsafe` outside the files of UNSAFE_ALLOWED");
+        }
+        if words.contains(&"unsafe")
+            && !raw[n.saturating_sub(3)..=n]
+                .iter()
+                .any(|l| l.contains("// SAFETY:"))
+        {
+            offend("`unsafe` without a `// SAFETY:` comment on its line or the 3 above");
+        }
+    }
+    offences
+}
+
+/// Rule 4, on one production crate: its lib's name, its `src` folder, its
+/// source files, and the sources of its dependents (the functions, for
+/// `shared`). A module used only by unused modules is unused.
+fn unused_modules(lib: &str, src_dir: &str, own: &[Source], dependents: &[Source]) -> Vec<String> {
+    let production = |s: &Source| without_test_modules(&code_only(&s.text));
+    let own: Vec<(&str, String)> = own
+        .iter()
+        .map(|s| {
+            (
+                s.path
+                    .strip_prefix(src_dir)
+                    .unwrap_or(&s.path)
+                    .trim_start_matches('/'),
+                production(s),
+            )
+        })
+        .collect();
+    let Some((_, root)) = own.iter().find(|(rel, _)| *rel == "lib.rs") else {
+        return vec![format!("{src_dir}/lib.rs: missing")];
+    };
+    let declared: Vec<(usize, &str)> = root
+        .lines()
+        .enumerate()
+        .filter(|(_, line)| line.trim_end().ends_with(';'))
+        .filter_map(|(n, line)| Some((n + 1, declared_module(line)?)))
+        .filter(|(_, m)| {
+            !MODULES_NOT_FOR_PRODUCTION
+                .iter()
+                .any(|(l, x, _)| (*l, *x) == (lib, *m))
+        })
+        .collect();
+    let dependents: Vec<String> = dependents.iter().map(production).collect();
+    let inside = |rel: &str, module: &str| {
+        rel == format!("{module}.rs") || rel.starts_with(&format!("{module}/"))
+    };
+    let mut unused: BTreeSet<&str> = BTreeSet::new();
+    loop {
+        let before = unused.len();
+        for &(_, module) in &declared {
+            let used_by = |(rel, code): &(&str, String)| {
+                let prefixes = match *rel {
+                    "lib.rs" => vec!["crate", "self"],
+                    r if r == "main.rs" || r.starts_with("bin/") => vec![lib],
+                    r if !r.contains('/') => vec!["crate", "super"],
+                    _ => vec!["crate"],
+                };
+                !inside(rel, module)
+                    && !unused.iter().any(|u| inside(rel, u))
+                    && uses_module(code, module, &prefixes, *rel == "lib.rs")
+            };
+            if !own.iter().any(used_by)
+                && !dependents
+                    .iter()
+                    .any(|code| uses_module(code, module, &[lib], false))
+            {
+                unused.insert(module);
+            }
+        }
+        if unused.len() == before {
+            break;
+        }
+    }
+    let unused = declared
+        .iter()
+        .filter(|(_, module)| unused.contains(module));
+    unused
+        .map(|(line, module)| {
+            format!(
+                "{src_dir}/lib.rs:{line}: module `{module}` is used by no production code \
+                 (move it to a dev crate such as testkit or lab-probes)"
+            )
+        })
+        .collect()
+}
+
+/// Rule 5, on one Markdown file. `tree`: every file and folder of the workspace;
+/// `generated`: folders builds create (from .gitignore); `libs`: lib name to
+/// (`src` folder, `lib.rs`).
+fn doc_path_offences(
+    doc: &str,
+    markdown: &str,
+    tree: &BTreeSet<String>,
+    generated: &[String],
+    libs: &BTreeMap<String, (String, String)>,
+) -> Vec<String> {
+    let extensions = [".rs", ".toml", ".yaml", ".md", ".json", ".java", ".sh"];
+    let under = |base: &str, name: &str| {
+        let (exact, nested) = (format!("{base}/{name}"), format!("/{name}"));
+        tree.iter()
+            .any(|p| *p == exact || (p.starts_with(&format!("{base}/")) && p.ends_with(&nested)))
+    };
+    let (mut offences, mut fenced) = (vec![], false);
+    for (n, line) in markdown.lines().enumerate() {
+        fenced ^= line.trim_start().starts_with("```");
+        let spans: Vec<&str> = line.split('`').skip(1).step_by(2).map(str::trim).collect();
+        // A bare file name in a table row is looked for under the row's folders.
+        let folders = spans
+            .iter()
+            .filter(|t| t.ends_with('/'))
+            .map(|t| t.trim_end_matches('/'));
+        let bases: Vec<&str> = folders.filter(|t| tree.contains(*t)).collect();
+        for token in spans.into_iter().filter(|_| !fenced) {
+            let mut offend =
+                |what: String| offences.push(format!("{doc}:{}: `{token}` {what}", n + 1));
+            if let Some((krate, rest)) = token.split_once("::") {
+                let item: String = rest
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect();
+                let Some((src, lib)) = libs.get(krate) else {
+                    continue;
+                };
+                let module = [format!("{src}/{item}.rs"), format!("{src}/{item}/mod.rs")];
+                if !module.iter().any(|m| tree.contains(m))
+                    && !tokens(&code_only(lib)).contains(&item.as_str())
+                {
+                    offend(format!(
+                        "names `{item}`, which is no module or item of `{krate}`"
+                    ));
+                }
+                continue;
+            }
+            let not_a_path =
+                token.contains([' ', '<', '*', '{', '$']) || token.starts_with(['-', '/']);
+            if not_a_path
+                || token.contains("://")
+                || !(token.contains('/') || extensions.iter().any(|e| token.ends_with(e)))
+            {
+                continue; // a command, a pattern, an absolute path, a URL or a word
+            }
+            let path = match token.rsplit_once(':') {
+                Some((path, line)) if line.chars().all(|c| c.is_ascii_digit() || c == '-') => path,
+                _ => token,
+            };
+            let path = path.trim_end_matches('/');
+            if generated
+                .iter()
+                .any(|g| path == g || path.starts_with(&format!("{g}/")))
+            {
+                continue;
+            }
+            let anywhere =
+                || !path.contains('/') && tree.iter().any(|p| p.rsplit('/').next() == Some(path));
+            let exists = tree.contains(path)
+                || bases.iter().any(|b| under(b, path))
+                || (bases.is_empty() && anywhere());
+            if !exists {
+                let row = if bases.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (nor under {bases:?})")
+                };
+                offend(format!("names no file or folder of the workspace{row}"));
+            }
+        }
+    }
+    offences
+}
+
+/// Rule 6, on template.yaml; `function_dirs`: the folders under `functions/`.
+fn template_offences(
+    template: &str,
+    packages: &[Package],
+    function_dirs: &[String],
+) -> Vec<String> {
+    let yaml: serde_norway::Value = match serde_norway::from_str(template) {
+        Ok(yaml) => yaml,
+        Err(e) => return vec![format!("template.yaml: not valid YAML: {e}")],
+    };
+    let (mut offences, mut deployed) = (vec![], BTreeSet::new());
+    for (name, resource) in yaml["Resources"].as_mapping().into_iter().flatten() {
+        if resource["Type"].as_str() != Some("AWS::Serverless::Function") {
+            continue;
+        }
+        let name = name.as_str().unwrap_or("?");
+        let mut offend = |what: String| {
+            offences.push(format!(
+                "template.yaml:{}: {name}: {what}",
+                key_line(template, name)
+            ))
+        };
+        let code_uri = resource["Properties"]["CodeUri"]
+            .as_str()
+            .map(|u| u.trim_start_matches("./").trim_end_matches('/'));
+        let binary = resource["Metadata"]["BuildProperties"]["Binary"].as_str();
+        let Some(code_uri) = code_uri.filter(|u| is_function(u)) else {
+            offend(format!(
+                "CodeUri {code_uri:?} is not a folder under functions/"
+            ));
+            continue;
+        };
+        deployed.insert(code_uri);
+        match packages.iter().find(|p| p.dir == code_uri) {
+            None => offend(format!(
+                "CodeUri `{code_uri}` is not a package of the workspace"
+            )),
+            Some(p) if binary.is_some_and(|b| p.bins.iter().any(|bin| bin == b)) => {}
+            Some(p) => offend(format!(
+                "BuildProperties.Binary {binary:?} is not a [[bin]] of `{code_uri}` ({:?})",
+                p.bins
+            )),
+        }
+    }
+    for dir in function_dirs
+        .iter()
+        .filter(|d| !deployed.contains(d.as_str()))
+    {
+        offences.push(format!(
+            "{dir}: no function of template.yaml deploys it (CodeUri)"
+        ));
+    }
+    offences
+}
+
+// ---------------------------------------------------------------- the real tree
+
+#[test]
+fn functions_depend_only_on_shared() {
+    assert_none(
+        "dependencies between members",
+        dependency_offences(&workspace().1),
+    );
+}
+
+#[test]
+fn dependency_versions_live_in_the_root_table() {
+    let (_, packages) = workspace();
+    let offences = packages
+        .iter()
+        .flat_map(|p| manifest_offences(&format!("{}/Cargo.toml", p.dir), &p.manifest));
+    assert_none(
+        "dependencies not taken from [workspace.dependencies]",
+        offences.collect(),
+    );
+}
+
+#[test]
+fn unsafe_is_explained_and_confined() {
+    let (root, packages) = workspace();
+    let files: BTreeSet<PathBuf> = packages
+        .iter()
+        .flat_map(|p| rust_files(&root.join(&p.dir)))
+        .collect();
+    let (mut offences, mut needed) = (vec![], BTreeSet::<&&str>::new());
+    for file in files {
+        let (path, source) = (relative(&root, &file), read(&file));
+        let allowed = UNSAFE_ALLOWED
+            .iter()
+            .find(|a| path == **a || (a.ends_with('/') && path.starts_with(**a)));
+        if tokens(&code_only(&source)).contains(&"unsafe") {
+            needed.extend(allowed);
+        }
+        offences.extend(unsafe_offences(&path, &source, allowed.is_some()));
+    }
+    for stale in UNSAFE_ALLOWED.iter().filter(|a| !needed.contains(a)) {
+        offences.push(format!(
+            "UNSAFE_ALLOWED: `{stale}` has no `unsafe` left: take it off the list"
+        ));
+    }
+    assert_none("unsafe code", offences);
+}
+
+#[test]
+fn production_modules_serve_production() {
+    let (root, packages) = workspace();
+    let sources = |dir: &str| -> Vec<Source> {
+        let files = rust_files(&root.join(dir));
+        files
+            .iter()
+            .map(|f| Source {
+                path: relative(&root, f),
+                text: read(f),
+            })
+            .collect()
+    };
+    let functions = packages.iter().filter(|p| is_function(&p.dir));
+    let function_sources: Vec<Source> = functions
+        .filter_map(|p| p.lib.as_ref())
+        .flat_map(|(_, src)| sources(src))
+        .collect();
+    let mut offences = vec![];
+    for p in packages
+        .iter()
+        .filter(|p| p.name == "shared" || is_function(&p.dir))
+    {
+        let Some((lib, src)) = &p.lib else { continue };
+        let dependents: &[Source] = if p.name == "shared" {
+            &function_sources
+        } else {
+            &[]
+        };
+        offences.extend(unused_modules(lib, src, &sources(src), dependents));
+    }
+    assert_none(
+        "modules of production crates that production does not use",
+        offences,
+    );
+}
+
+#[test]
+fn architecture_names_real_paths() {
+    let (root, packages) = workspace();
+    let ignored = read(&root.join(".gitignore"));
+    let generated: Vec<String> = ignored
+        .lines()
+        .filter_map(|l| {
+            Some(
+                l.trim()
+                    .strip_prefix('/')?
+                    .trim_end_matches('/')
+                    .to_string(),
+            )
+        })
+        .collect();
+    let mut tree = BTreeSet::new();
+    walk(
+        &root,
+        &root,
+        &|d| d == ".git" || d == "target" || generated.iter().any(|g| g == d),
+        &mut tree,
+    );
+    let libs = packages
+        .iter()
+        .filter_map(|p| p.lib.clone())
+        .map(|(lib, src)| (lib, (src.clone(), read(&root.join(&src).join("lib.rs")))))
+        .collect();
+    let docs = ["ARCHITECTURE.md", "README.md"];
+    let offences = docs
+        .iter()
+        .flat_map(|doc| doc_path_offences(doc, &read(&root.join(doc)), &tree, &generated, &libs));
+    assert_none(
+        "paths named by the docs that do not exist",
+        offences.collect(),
+    );
+}
+
+#[test]
+fn every_function_in_the_template_is_a_crate() {
+    let (root, packages) = workspace();
+    let mut function_dirs: Vec<String> = std::fs::read_dir(root.join("functions"))
+        .expect("read functions/")
+        .filter_map(|e| e.ok().filter(|e| e.path().is_dir()))
+        .map(|e| format!("functions/{}", e.file_name().to_string_lossy()))
+        .collect();
+    function_dirs.sort();
+    let offences = template_offences(
+        &read(&root.join("template.yaml")),
+        &packages,
+        &function_dirs,
+    );
+    assert_none(
+        "functions of template.yaml and crates under functions/",
+        offences,
+    );
+}
+
+/// Rule 7, on one production crate: the top-level modules (`src/x.rs`,
+/// `src/x/…`) and the `crate::` modules each one names, as cycles `a -> b -> a`.
+fn import_cycles(src_dir: &str, own: &[Source]) -> Vec<String> {
+    let top = |path: &str| -> Option<String> {
+        let rel = path.strip_prefix(src_dir)?.trim_start_matches('/');
+        let first = rel.split('/').next()?;
+        let name = first.strip_suffix(".rs").unwrap_or(first);
+        (!matches!(name, "lib" | "main")).then(|| name.to_owned())
+    };
+    let modules: BTreeSet<String> = own.iter().filter_map(|s| top(&s.path)).collect();
+    let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for source in own {
+        let Some(from) = top(&source.path) else {
+            continue;
+        };
+        let code = without_test_modules(&code_only(&source.text));
+        for to in modules.iter().filter(|m| **m != from) {
+            if uses_module(&code, to, &["crate"], false) {
+                edges.entry(from.clone()).or_default().insert(to.clone());
+            }
+        }
+    }
+    // Depth-first search from each module; a path back to it is a cycle.
+    let mut cycles = BTreeSet::new();
+    for start in &modules {
+        let mut stack = vec![vec![start.clone()]];
+        while let Some(path) = stack.pop() {
+            let last = path.last().cloned().unwrap_or_default();
+            for next in edges.get(&last).into_iter().flatten() {
+                if next == start {
+                    let mut cycle = path.clone();
+                    // One name per cycle, whichever module it is found from.
+                    let first = cycle.iter().min().cloned().unwrap_or_default();
+                    let at = cycle.iter().position(|m| *m == first).unwrap_or(0);
+                    cycle.rotate_left(at);
+                    cycle.push(first);
+                    cycles.insert(cycle.join(" -> "));
+                } else if !path.contains(next) {
+                    let mut longer = path.clone();
+                    longer.push(next.clone());
+                    stack.push(longer);
+                }
+            }
+        }
+    }
+    cycles
+        .into_iter()
+        .map(|cycle| format!("{src_dir}: modules import each other: {cycle}"))
+        .collect()
+}
+
+/// What builds an SDK client, a thread pool or a runtime (rule 8).
+const CONSTRUCTIONS: &[&[&str]] = &[
+    &["aws_config", "::"],
+    &["Client", "::", "new"],
+    &["Client", "::", "from_conf"],
+    &["ThreadPoolBuilder"],
+    &["build_global"],
+    &["runtime", "::", "Builder"],
+    &["Runtime", "::", "new"],
+];
+
+/// Rule 8, on one source file of a function other than its `main.rs`.
+fn construction_offences(path: &str, source: &str) -> Vec<String> {
+    let code = without_test_modules(&code_only(source));
+    let mut offences = vec![];
+    for (n, line) in code.lines().enumerate() {
+        let t = tokens(line);
+        for pattern in CONSTRUCTIONS {
+            if t.windows(pattern.len()).any(|w| w == *pattern) {
+                offences.push(format!(
+                    "{path}:{}: `{}` outside main.rs: build clients and pools once, in main",
+                    n + 1,
+                    pattern.concat()
+                ));
+            }
+        }
+    }
+    offences
+}
+
+#[test]
+fn no_module_import_cycle() {
+    let (root, packages) = workspace();
+    let mut offences = vec![];
+    for p in packages
+        .iter()
+        .filter(|p| p.name == "shared" || is_function(&p.dir))
+    {
+        let Some((_, src)) = &p.lib else { continue };
+        let own: Vec<Source> = rust_files(&root.join(src))
+            .iter()
+            .map(|f| Source {
+                path: relative(&root, f),
+                text: read(f),
+            })
+            .collect();
+        offences.extend(import_cycles(src, &own));
+    }
+    assert_none("import cycles", offences);
+}
+
+#[test]
+fn clients_and_pools_are_built_in_main() {
+    let (root, packages) = workspace();
+    let mut offences = vec![];
+    for p in packages.iter().filter(|p| is_function(&p.dir)) {
+        for file in rust_files(&root.join(&p.dir).join("src")) {
+            let path = relative(&root, &file);
+            if !path.ends_with("/main.rs") {
+                offences.extend(construction_offences(&path, &read(&file)));
+            }
+        }
+    }
+    assert_none("clients or pools built outside main.rs", offences);
+}
+
+// ---------------------------------------------------------------- helpers
+
+fn assert_none(rule: &str, offences: Vec<String>) {
+    assert!(
+        offences.is_empty(),
+        "{} offence(s), {rule}:\n  {}\n",
+        offences.len(),
+        offences.join("\n  ")
+    );
+}
+
+/// The workspace root and its packages, from `cargo metadata --no-deps`.
+fn workspace() -> (PathBuf, Vec<Package>) {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("tests/ has a parent");
+    let out = std::process::Command::new(env!("CARGO"))
+        .args(["metadata", "--format-version", "1", "--no-deps"])
+        .current_dir(dir)
+        .output()
+        .expect("run cargo metadata");
+    assert!(
+        out.status.success(),
+        "cargo metadata: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let meta: serde_json::Value =
+        serde_json::from_slice(&out.stdout).expect("cargo metadata prints JSON");
+    let text = |v: &serde_json::Value| v.as_str().expect("cargo metadata: a string").to_string();
+    let list = |v: &serde_json::Value| v.as_array().expect("cargo metadata: a list").clone();
+    let root = PathBuf::from(text(&meta["workspace_root"]));
+    let names: BTreeSet<String> = list(&meta["packages"])
+        .iter()
+        .map(|p| text(&p["name"]))
+        .collect();
+    let packages = list(&meta["packages"]).into_iter().map(|p| {
+        let manifest = PathBuf::from(text(&p["manifest_path"]));
+        let targets = list(&p["targets"]);
+        let of_kind = |kind: &str| {
+            let targets = targets
+                .iter()
+                .filter(|t| list(&t["kind"]).iter().any(|k| k == kind));
+            targets
+                .map(|t| (text(&t["name"]), PathBuf::from(text(&t["src_path"]))))
+                .collect::<Vec<_>>()
+        };
+        let deps = list(&p["dependencies"]);
+        let members = deps
+            .iter()
+            .filter(|d| d["path"].is_string() && names.contains(&text(&d["name"])));
+        Package {
+            name: text(&p["name"]),
+            dir: relative(&root, manifest.parent().expect("a manifest is in a folder")),
+            manifest: read(&manifest),
+            lib: of_kind("lib")
+                .pop()
+                .map(|(name, src)| (name, relative(&root, src.parent().expect("in src/")))),
+            bins: of_kind("bin").into_iter().map(|(name, _)| name).collect(),
+            members_used: members
+                .map(|d| {
+                    let kind = d["kind"].as_str().unwrap_or("normal").to_string();
+                    (
+                        text(&d["name"]),
+                        kind,
+                        d["rename"]
+                            .as_str()
+                            .map_or_else(|| text(&d["name"]), str::to_string),
+                    )
+                })
+                .collect(),
+        }
+    });
+    let packages = packages.collect();
+    (root, packages)
+}
+
+fn is_function(dir: &str) -> bool {
+    dir.starts_with("functions/")
+}
+
+fn relative(root: &Path, path: &Path) -> String {
+    path.strip_prefix(root)
+        .unwrap_or(path)
+        .to_string_lossy()
+        .replace('\\', "/")
+}
+
+fn read(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()))
+}
+
+/// Every file and folder under `dir` (relative to `root`), but folders `skip` names.
+fn walk(root: &Path, dir: &Path, skip: &dyn Fn(&str) -> bool, out: &mut BTreeSet<String>) {
+    for entry in std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("read {}: {e}", dir.display()))
+        .flatten()
+    {
+        let path = entry.path();
+        if path.is_dir() && skip(&entry.file_name().to_string_lossy()) {
+            continue;
+        }
+        out.insert(relative(root, &path));
+        if path.is_dir() {
+            walk(root, &path, skip, out);
+        }
+    }
+}
+
+/// The `.rs` files under a member's folder, build outputs and tools left out.
+fn rust_files(dir: &Path) -> BTreeSet<PathBuf> {
+    let mut found = BTreeSet::new();
+    walk(dir, dir, &|d| d == "target" || d == ".tools", &mut found);
+    found
+        .into_iter()
+        .filter(|f| f.ends_with(".rs"))
+        .map(|f| dir.join(f))
+        .collect()
+}
+
+fn line_at(text: &str, offset: usize) -> usize {
+    text[..offset.min(text.len())].matches('\n').count() + 1
+}
+
+/// The first line that starts with `key` as a TOML or YAML key (0: none).
+fn key_line(text: &str, key: &str) -> usize {
+    let is_key = |l: &str| {
+        l.trim_start()
+            .strip_prefix(key)
+            .is_some_and(|r| r.starts_with([' ', '=', '.', ':']))
+    };
+    let header = format!("dependencies.{key}]");
+    text.lines()
+        .position(|l| is_key(l) || l.contains(&header))
+        .map_or(0, |n| n + 1)
+}
+
+fn value_at<'a, 'i>(table: &'a DeTable<'i>, key: &str) -> Option<&'a DeValue<'i>> {
+    table
+        .iter()
+        .find(|(k, _)| k.get_ref() == key)
+        .map(|(_, v)| v.get_ref())
+}
+
+fn table_at<'a, 'i>(table: &'a DeTable<'i>, key: &str) -> Option<&'a DeTable<'i>> {
+    match value_at(table, key)? {
+        DeValue::Table(t) => Some(t),
+        _ => None,
+    }
+}
+
+/// `source` with comments and the contents of string and char literals blanked
+/// (line breaks kept): what is left is code.
+fn code_only(source: &str) -> String {
+    let c: Vec<char> = source.chars().collect();
+    let ident = |i: usize| c[i].is_alphanumeric() || c[i] == '_';
+    let after = |from: usize, pat: &[char]| {
+        (from..c.len())
+            .find(|&j| c[j..].starts_with(pat))
+            .map_or(c.len(), |j| j + pat.len())
+    };
+    let (mut out, mut i) = (c.clone(), 0);
+    while i < c.len() {
+        let raw = c[i] == 'r'
+            && (i == 0
+                || !ident(i - 1)
+                || (matches!(c[i - 1], 'b' | 'c') && (i < 2 || !ident(i - 2))));
+        let hashes = c[i + 1..].iter().take_while(|c| **c == '#').count();
+        let end = if c[i..].starts_with(&['/', '/']) {
+            (i..c.len()).find(|&j| c[j] == '\n').unwrap_or(c.len())
+        } else if c[i..].starts_with(&['/', '*']) {
+            let (mut depth, mut j) = (0, i);
+            while j < c.len() {
+                let opens = c[j..].starts_with(&['/', '*']);
+                if opens || c[j..].starts_with(&['*', '/']) {
+                    depth += if opens { 1 } else { -1 };
+                    j += 1;
+                }
+                j += 1;
+                if depth == 0 {
+                    break;
+                }
+            }
+            j
+        } else if raw && c.get(i + 1 + hashes) == Some(&'"') {
+            let close: Vec<char> = std::iter::once('"')
+                .chain(std::iter::repeat_n('#', hashes))
+                .collect();
+            after(i + hashes + 2, &close)
+        } else if c[i] == '"' {
+            let mut j = i + 1;
+            while j < c.len() && c[j] != '"' {
+                j += if c[j] == '\\' { 2 } else { 1 };
+            }
+            j + 1
+        } else if c[i] == '\'' && c.get(i + 1) == Some(&'\\') {
+            after(i + 2, &['\''])
+        } else if c[i] == '\'' && c.get(i + 2) == Some(&'\'') {
+            i + 3
+        } else {
+            i + 1 // code, or the quote of a lifetime
+        };
+        let end = end.clamp(i + 1, c.len());
+        if end > i + 1 || c[i] == '"' {
+            out[i..end]
+                .iter_mut()
+                .filter(|ch| **ch != '\n')
+                .for_each(|ch| *ch = ' ');
+        }
+        i = end;
+    }
+    out.into_iter().collect()
+}
+
+/// Identifiers, `::` and single punctuation characters of code.
+fn tokens(code: &str) -> Vec<&str> {
+    let is_ident = |b: &u8| b.is_ascii_alphanumeric() || *b == b'_';
+    let (bytes, mut out, mut i) = (code.as_bytes(), vec![], 0);
+    while i < bytes.len() {
+        let start = i;
+        i += match bytes[i..].iter().take_while(|b| is_ident(b)).count() {
+            0 if bytes[i..].starts_with(b"::") => 2,
+            0 => code[i..].chars().next().map_or(1, char::len_utf8),
+            n => n,
+        };
+        if !bytes[start].is_ascii_whitespace() {
+            out.push(&code[start..i]);
+        }
+    }
+    out
+}
+
+/// `code` with every `#[cfg(test)]` module blanked (line numbers kept).
+fn without_test_modules(code: &str) -> String {
+    let mut lines: Vec<&str> = code.lines().collect();
+    let mut i = 0;
+    while i < lines.len() {
+        let attribute_or_blank = |l: &&str| l.trim().is_empty() || l.trim_start().starts_with("#[");
+        let item = lines
+            .iter()
+            .skip(i + 1)
+            .position(|l| !attribute_or_blank(l))
+            .map(|k| i + 1 + k);
+        let Some(j) = item
+            .filter(|&j| lines[i].trim() == "#[cfg(test)]" && declared_module(lines[j]).is_some())
+        else {
+            i += 1;
+            continue;
+        };
+        let (mut depth, mut end) = (0, j);
+        for (k, line) in lines.iter().enumerate().skip(j) {
+            depth += line.matches('{').count() as i64 - line.matches('}').count() as i64;
+            end = k;
+            if depth <= 0 && (line.contains('}') || line.trim_end().ends_with(';')) {
+                break;
+            }
+        }
+        lines[i..=end].fill("");
+        i = end + 1;
+    }
+    lines.join("\n")
+}
+
+/// The module a `mod x;` / `pub(..) mod x {` line declares.
+fn declared_module(line: &str) -> Option<&str> {
+    let mut rest = line.trim_start();
+    if let Some(after) = rest.strip_prefix("pub") {
+        rest = after.trim_start();
+        if rest.starts_with('(') {
+            rest = &rest[rest.find(')')? + 1..];
+        }
+    }
+    let name = rest.trim_start().strip_prefix("mod ")?.trim_start();
+    let len = name
+        .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .unwrap_or(name.len());
+    (len > 0).then(|| &name[..len])
+}
+
+/// Whether `code` names `module` as `prefix::module`, in a `prefix::{.., module}`
+/// group, or (in the crate root) as `module::` or `use module`.
+fn uses_module(code: &str, module: &str, prefixes: &[&str], crate_root: bool) -> bool {
+    let t = tokens(code);
+    let mut groups: Vec<Option<&str>> = vec![];
+    for (i, &token) in t.iter().enumerate() {
+        let back = |n: usize| i.checked_sub(n).map(|k| t[k]);
+        let allowed = |p: Option<&str>| p.is_some_and(|p| prefixes.contains(&p));
+        match token {
+            "{" => groups.push(if back(1) == Some("::") { back(2) } else { None }),
+            "}" => drop(groups.pop()),
+            _ if token == module => {
+                let via_prefix = back(1) == Some("::") && allowed(back(2));
+                let in_group =
+                    matches!(back(1), Some("{" | ",")) && allowed(groups.last().copied().flatten());
+                let bare = crate_root
+                    && back(1) != Some("::")
+                    && (t.get(i + 1) == Some(&"::") || back(1) == Some("use"));
+                if via_prefix || in_group || bare {
+                    return true;
+                }
+            }
+            _ => {}
+        }
+    }
+    false
+}
+
+// ---------------------------------------------------------------- planted offences
+
+mod planted {
+    use super::*;
+
+    fn package(name: &str, dir: &str, members_used: &[(&str, &str)]) -> Package {
+        let members_used = members_used
+            .iter()
+            .map(|(d, k)| (d.to_string(), k.to_string(), d.to_string()));
+        let manifest = members_used
+            .clone()
+            .map(|(d, _, _)| format!("{d}.workspace = true\n"))
+            .collect();
+        Package {
+            name: name.into(),
+            dir: dir.into(),
+            manifest,
+            members_used: members_used.collect(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_function_depending_on_another_or_on_dev_tooling_is_reported() {
+        let packages = [
+            package(
+                "order-processor",
+                "functions/order-processor",
+                &[
+                    ("shared", "normal"),
+                    ("lab", "normal"),
+                    ("testkit", "dev"),
+                    ("arrow-worker", "dev"),
+                ],
+            ),
+            package(
+                "arrow-worker",
+                "functions/arrow-worker",
+                &[("shared", "build")],
+            ),
+            package("shared", "shared", &[("testkit", "dev")]),
+            package(
+                "testkit",
+                "testkit",
+                &[("shared", "normal"), ("arrow-worker", "normal")],
+            ),
+        ];
+        let offences = dependency_offences(&packages);
+        assert_eq!(offences.len(), 3, "{offences:#?}");
+        assert!(offences[0].starts_with("functions/order-processor/Cargo.toml:2: `order-processor` has a normal dependency on `lab`"));
+        assert!(offences[1].starts_with("functions/order-processor/Cargo.toml:4: `order-processor` has a dev dependency on `arrow-worker`"));
+        assert!(
+            offences[2]
+                .starts_with("shared/Cargo.toml:1: `shared` has a dev dependency on `testkit`")
+        );
+    }
+
+    #[test]
+    fn a_version_outside_the_root_table_is_reported() {
+        let manifest = "[package]\nname = \"x\"\n\n[dependencies]\nserde.workspace = true\nfoo = \"1\"\n\
+            tokio = { workspace = true, features = [\"sync\"] }\nbar = { version = \"2\", workspace = true }\n\n\
+            [dev-dependencies]\ntestkit = { path = \"../testkit\" }\n\n[target.'cfg(unix)'.dependencies]\n\
+            libc = { optional = true }\n";
+        let offences = manifest_offences("functions/x/Cargo.toml", manifest);
+        let heads: Vec<&str> = offences
+            .iter()
+            .filter_map(|o| o.split(": put it").next())
+            .collect();
+        assert_eq!(
+            heads,
+            [
+                "functions/x/Cargo.toml:8: [dependencies] `bar` sets its own version",
+                "functions/x/Cargo.toml:6: [dependencies] `foo` pins its own version \"1\"",
+                "functions/x/Cargo.toml:11: [dev-dependencies] `testkit` sets its own path",
+                "functions/x/Cargo.toml:14: [target.cfg(unix).dependencies] `libc` lacks `workspace = true`",
+            ]
+        );
+    }
+
+    #[test]
+    fn unexplained_or_misplaced_unsafe_and_static_mut_are_reported() {
+        let source = "// unsafe in a comment\nconst S: &str = \"unsafe { }\";\nconst R: &str = r#\"unsafe \"#;\n\
+            fn f(x: &'static mut u8) -> char {\n    // SAFETY: planted.\n    let _ = unsafe { g() };\n    '\"'\n}\n\
+            fn h() {\n    unsafe { g() };\n}\nstatic mut COUNT: u8 = 0;\n#[unsafe(no_mangle)]\nextern \"C\" fn k() {}\n";
+        let why = "`unsafe` without a `// SAFETY:` comment on its line or the 3 above";
+        assert_eq!(
+            unsafe_offences("shared/src/memory.rs", source, true),
+            [
+                format!("shared/src/memory.rs:10: {why}"),
+                "shared/src/memory.rs:12: `static mut` (use an atomic, a `Mutex` or a `OnceLock`)"
+                    .into(),
+                format!("shared/src/memory.rs:13: {why}"),
+            ]
+        );
+        let elsewhere = unsafe_offences("functions/x/src/handler.rs", source, false);
+        let outside: Vec<&String> = elsewhere
+            .iter()
+            .filter(|o| o.contains("outside the files of UNSAFE_ALLOWED"))
+            .collect();
+        assert_eq!(outside.len(), 3, "{elsewhere:#?}");
+        assert!(outside[0].starts_with("functions/x/src/handler.rs:6: "));
+    }
+
+    #[test]
+    fn a_module_only_tests_or_unused_modules_use_is_reported() {
+        let file = |path: &str, text: &str| Source {
+            path: format!("functions/x/src/{path}"),
+            text: text.into(),
+        };
+        let own = [
+            file(
+                "lib.rs",
+                "pub mod handler;\nmod config;\n#[doc(hidden)]\npub mod fuzz_checks;\npub mod sample;\npub mod store;\n\
+                #[cfg(test)]\nmod tests {\n    use crate::sample;\n}\n",
+            ),
+            file(
+                "main.rs",
+                "use x::{config::Config, handler};\nfn main() { x::store::open(); }\n",
+            ),
+            file(
+                "handler.rs",
+                "// crate::sample in a comment\nfn f() { let s = \"crate::fuzz_checks\"; }\n",
+            ),
+            file("fuzz_checks.rs", "use crate::sample::orders;\n"),
+            file("sample.rs", "use crate::handler;\n"),
+        ];
+        let why =
+            "is used by no production code (move it to a dev crate such as testkit or lab-probes)";
+        assert_eq!(
+            unused_modules("x", "functions/x/src", &own, &[]),
+            [
+                format!("functions/x/src/lib.rs:4: module `fuzz_checks` {why}"),
+                format!("functions/x/src/lib.rs:5: module `sample` {why}"),
+            ]
+        );
+        let shared = [Source {
+            path: "shared/src/lib.rs".into(),
+            text: "pub mod arena;\npub mod memory;\n".into(),
+        }];
+        let function = [file("main.rs", "fn main() { shared::arena::start(); }\n")];
+        assert_eq!(
+            unused_modules("shared", "shared/src", &shared, &function),
+            [format!("shared/src/lib.rs:2: module `memory` {why}")]
+        );
+    }
+
+    #[test]
+    fn a_path_the_tree_lacks_is_reported() {
+        let tree = [
+            "shared",
+            "shared/src",
+            "shared/src/lib.rs",
+            "shared/src/memory.rs",
+            "xtask",
+            "xtask/src/main.rs",
+        ];
+        let tree: BTreeSet<String> = tree.iter().map(|p| p.to_string()).collect();
+        let libs = BTreeMap::from([(
+            "shared".to_string(),
+            ("shared/src".to_string(), "pub fn init() {}".to_string()),
+        )]);
+        let markdown = "`shared/src/lib.rs:12` `xtask/src/gone.rs` `target/x.rs` `https://a/b.md` `cargo xtask run`\n\
+            | `shared/` | `memory.rs` `main.rs` |\n```\n`not/checked.rs`\n```\n\
+            `shared::memory::snapshot` `shared::init` `shared::invocation::Deadline` `lib.rs` `Init::decide`\n";
+        assert_eq!(
+            doc_path_offences(
+                "ARCHITECTURE.md",
+                markdown,
+                &tree,
+                &["target".into()],
+                &libs
+            ),
+            [
+                "ARCHITECTURE.md:1: `xtask/src/gone.rs` names no file or folder of the workspace",
+                "ARCHITECTURE.md:2: `main.rs` names no file or folder of the workspace (nor under [\"shared\"])",
+                "ARCHITECTURE.md:6: `shared::invocation::Deadline` names `invocation`, which is no module or item of `shared`",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_template_function_without_its_crate_or_binary_is_reported() {
+        let template = "Resources:\n  Queue:\n    Type: AWS::SQS::Queue\n  AFunction:\n    Type: AWS::Serverless::Function\n\
+            \x20   Metadata:\n      BuildProperties:\n        Binary: a\n    Properties:\n      CodeUri: functions/a/\n\
+            \x20     Role: !GetAtt ARole.Arn\n  BFunction:\n    Type: AWS::Serverless::Function\n    Metadata:\n\
+            \x20     BuildProperties:\n        Binary: bee\n    Properties:\n      CodeUri: functions/b\n  CFunction:\n\
+            \x20   Type: AWS::Serverless::Function\n    Properties:\n      CodeUri: xtask\n";
+        let crate_at = |dir: &str, bin: &str| Package {
+            dir: dir.into(),
+            bins: vec![bin.into()],
+            ..Default::default()
+        };
+        let packages = [crate_at("functions/a", "a"), crate_at("functions/b", "b")];
+        let dirs = ["functions/a", "functions/b", "functions/c"].map(String::from);
+        assert_eq!(
+            template_offences(template, &packages, &dirs),
+            [
+                "template.yaml:12: BFunction: BuildProperties.Binary Some(\"bee\") is not a [[bin]] of `functions/b` ([\"b\"])",
+                "template.yaml:19: CFunction: CodeUri Some(\"xtask\") is not a folder under functions/",
+                "functions/c: no function of template.yaml deploys it (CodeUri)",
+            ]
+        );
+    }
+    #[test]
+    fn an_import_cycle_is_reported() {
+        let source = |path: &str, text: &str| Source {
+            path: path.into(),
+            text: text.into(),
+        };
+        let own = [
+            source(
+                "f/src/lib.rs",
+                "pub mod answer;\npub mod request;\npub mod query;\n",
+            ),
+            source("f/src/answer.rs", "use crate::request::Request;\n"),
+            source("f/src/request.rs", "use crate::{answer::Answer, query};\n"),
+            source(
+                "f/src/query.rs",
+                "// crate::answer is only named in a comment\n",
+            ),
+        ];
+        assert_eq!(
+            import_cycles("f/src", &own),
+            ["f/src: modules import each other: answer -> request -> answer"]
+        );
+        assert!(import_cycles("f/src", &own[..1]).is_empty());
+    }
+
+    #[test]
+    fn a_client_or_pool_built_in_a_handler_is_reported() {
+        let handler = "fn f() {\n    let c = aws_sdk_dynamodb::Client::new(&conf);\n    \
+                       rayon::ThreadPoolBuilder::new();\n}\n#[cfg(test)]\nmod tests {\n    \
+                       fn t() { Client::new(&x); }\n}\n";
+        let offences = construction_offences("functions/f/src/handler.rs", handler);
+        assert_eq!(offences.len(), 2, "{offences:?}");
+        assert!(offences[0].starts_with("functions/f/src/handler.rs:2:"));
+        assert!(
+            construction_offences("functions/f/src/handler.rs", "let s = \"Client::new\";")
+                .is_empty()
+        );
+    }
+}

@@ -1,0 +1,139 @@
+//! `cargo xtask test`: the whole suite, step by step, with a timing per step
+//! and a closing `suite: N passed, N failed` line.
+
+use crate::command::{cargo, describe, package, run};
+use crate::{init_check, sam};
+use std::process::Command;
+use std::time::Instant;
+
+/// Run `command` and require that it fails with `message` in its output.
+fn expect_failure(command: &mut Command, message: &str) -> Result<(), String> {
+    let output = command
+        .output()
+        .map_err(|e| format!("{}: {e}", describe(command)))?;
+    let text = String::from_utf8_lossy(&output.stderr);
+    if !output.status.success() && text.contains(message) {
+        Ok(())
+    } else {
+        Err(format!(
+            "{} should fail with {message:?}, but: {}\n{text}",
+            describe(command),
+            output.status
+        ))
+    }
+}
+
+/// The whole suite, step by step; stops at the first failure.
+pub fn run_all() -> Result<(), String> {
+    type Step = (&'static str, Box<dyn Fn() -> Result<(), String>>);
+    let mut steps: Vec<Step> = vec![
+        (
+            "install pinned tools",
+            Box::new(|| run(&mut package("local-stack", &["tools"]))),
+        ),
+        (
+            "cargo fmt --check",
+            Box::new(|| run(cargo().args(["fmt", "--all", "--check"]))),
+        ),
+        (
+            "cargo clippy -D warnings",
+            Box::new(|| {
+                run(cargo().args([
+                    "clippy",
+                    "--workspace",
+                    "--all-targets",
+                    "--",
+                    "-D",
+                    "warnings",
+                ]))
+            }),
+        ),
+        (
+            "cargo test (unit, integration, end-to-end)",
+            Box::new(|| run(cargo().args(["test", "--workspace"]))),
+        ),
+        (
+            "performance lab, quick (properties only)",
+            Box::new(|| run(&mut package("lab", &["--quick"]))),
+        ),
+    ];
+    for feature in ["jemalloc", "snmalloc", "system"] {
+        steps.push((
+            match feature {
+                "jemalloc" => "shared crate with jemalloc",
+                "snmalloc" => "shared crate with snmalloc",
+                _ => "shared crate with the system allocator",
+            },
+            Box::new(move || {
+                run(cargo().args([
+                    "test",
+                    "--package",
+                    "shared",
+                    "--no-default-features",
+                    "--features",
+                    feature,
+                ]))
+            }),
+        ));
+    }
+    steps.push((
+        "two allocators or none: compile errors",
+        Box::new(|| {
+            expect_failure(
+                cargo().args(["check", "--package", "shared", "--features", "system"]),
+                "more than one allocator selected",
+            )?;
+            expect_failure(
+                cargo().args(["check", "--package", "shared", "--no-default-features"]),
+                "no allocator selected",
+            )
+        }),
+    ));
+    steps.push((
+        "sam init from the git repository",
+        Box::new(init_check::from_git),
+    ));
+    steps.push((
+        "sam validate --lint",
+        Box::new(|| run(&mut sam(&["validate", "--lint"]))),
+    ));
+    steps.push((
+        "sam build (x86_64, quick profile)",
+        Box::new(|| {
+            // Proves the SAM + cargo-lambda wiring and the Lambda link; the
+            // fat-LTO release build is for `sam build` / `cargo xtask run`.
+            run(
+                sam(&["build", "--build-dir", "target/sam-build-check"]).envs([
+                    ("CARGO_PROFILE_RELEASE_LTO", "false"),
+                    ("CARGO_PROFILE_RELEASE_CODEGEN_UNITS", "16"),
+                    ("CARGO_PROFILE_RELEASE_OPT_LEVEL", "0"),
+                ]),
+            )
+        }),
+    ));
+
+    let started = Instant::now();
+    let mut report = Vec::new();
+    let mut failed = None;
+    for (name, step) in &steps {
+        eprintln!("\n==> {name}");
+        let t = Instant::now();
+        let outcome = step();
+        report.push((*name, t.elapsed(), outcome.is_ok()));
+        if let Err(e) = outcome {
+            failed = Some(format!("{name}: {e}"));
+            break;
+        }
+    }
+    eprintln!("\nsuite steps ({:.0?} in all):", started.elapsed());
+    for (name, elapsed, ok) in &report {
+        eprintln!(
+            "  {:<4} {:>7.1}s  {name}",
+            if *ok { "ok" } else { "FAIL" },
+            elapsed.as_secs_f64()
+        );
+    }
+    let passed = report.iter().filter(|(_, _, ok)| *ok).count();
+    println!("suite: {passed} passed, {} failed", report.len() - passed);
+    failed.map_or(Ok(()), Err)
+}
