@@ -12,26 +12,9 @@ use crate::{sam, scaffold};
 pub fn from_zip() -> Result<(), String> {
     const WORK: &str = "target/sam-init";
     let root = workspace_root();
-    let work = root.join(WORK);
-    if work.exists() {
-        std::fs::remove_dir_all(&work).map_err(|e| format!("{}: {e}", work.display()))?;
-    }
+    let work = fresh_dir(WORK)?;
     let zip = scaffold::template_zip(&work)?;
-    // With `--location`, `--no-interactive` alone still lets cookiecutter prompt
-    // for `project_name`; `--no-input` takes the `--name` given.
-    run(&mut sam(&[
-        "init",
-        "--location",
-        &format!("{WORK}/{}", scaffold::ZIP_NAME),
-        "--name",
-        "demo",
-        "--no-interactive",
-        "--no-input",
-        "--output-dir",
-        &format!("{WORK}/out"),
-    ]))?;
-
-    let demo = work.join("out").join("demo");
+    let demo = sam_init(&format!("{WORK}/{}", scaffold::ZIP_NAME), WORK)?;
     for file in ["template.yaml", "Cargo.toml", "Cargo.lock"] {
         if !demo.join(file).is_file() {
             return Err(format!("sam init made no {}", demo.join(file).display()));
@@ -110,22 +93,8 @@ fn workspace_members(dir: &std::path::Path) -> Result<Vec<String>, String> {
 pub fn from_git() -> Result<(), String> {
     const WORK: &str = "target/sam-init-git";
     let root = workspace_root();
-    let work = root.join(WORK);
-    if work.exists() {
-        std::fs::remove_dir_all(&work).map_err(|e| format!("{}: {e}", work.display()))?;
-    }
-    run(&mut sam(&[
-        "init",
-        "--location",
-        &format!("git+file://{}", root.display()),
-        "--name",
-        "demo",
-        "--no-interactive",
-        "--no-input",
-        "--output-dir",
-        &format!("{WORK}/out"),
-    ]))?;
-    let demo = work.join("out").join("demo");
+    fresh_dir(WORK)?;
+    let demo = sam_init(&format!("git+file://{}", root.display()), WORK)?;
     // What git holds at HEAD: `MODE blob OBJECT\tPATH`, NUL-separated.
     let listing = git_output(&root, &["ls-tree", "-r", "-z", "HEAD"], None)?;
     let mut expected = Vec::new();
@@ -196,4 +165,31 @@ fn git_output(dir: &std::path::Path, args: &[&str], input: Option<&str>) -> Resu
         return Err(format!("{} failed: {}", describe(&command), output.status));
     }
     String::from_utf8(output.stdout).map_err(|e| format!("{}: {e}", describe(&command)))
+}
+
+/// The folder `dir` of the workspace, emptied.
+fn fresh_dir(dir: &str) -> Result<std::path::PathBuf, String> {
+    let path = workspace_root().join(dir);
+    if path.exists() {
+        std::fs::remove_dir_all(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    }
+    Ok(path)
+}
+
+/// `sam init` a project named `demo` from `location` into `WORK/out/demo`, its
+/// path. With `--location`, `--no-interactive` alone still lets cookiecutter
+/// prompt for `project_name`; `--no-input` takes the `--name` given.
+fn sam_init(location: &str, work: &str) -> Result<std::path::PathBuf, String> {
+    run(&mut sam(&[
+        "init",
+        "--location",
+        location,
+        "--name",
+        "demo",
+        "--no-interactive",
+        "--no-input",
+        "--output-dir",
+        &format!("{work}/out"),
+    ]))?;
+    Ok(workspace_root().join(work).join("out").join("demo"))
 }
