@@ -3,7 +3,7 @@
 //! records are acknowledged, the cache, FIFO lanes, panics, retries and the
 //! deadline.
 
-use aws_lambda_events::sqs::{SqsEvent, SqsMessage};
+use aws_lambda_events::sqs::{SqsBatchResponse, SqsEvent, SqsMessage};
 use lambda_runtime::{Diagnostic, LambdaEvent};
 use order_processor::config::Config;
 use order_processor::error::Error;
@@ -59,6 +59,15 @@ fn class_of(report: &BatchReport, id: &str) -> Option<&'static str> {
     }
 }
 
+/// The message ids a response reports in `batchItemFailures`, in order.
+fn failed_ids(response: SqsBatchResponse) -> Vec<String> {
+    response
+        .batch_item_failures
+        .into_iter()
+        .map(|f| f.item_identifier)
+        .collect()
+}
+
 #[tokio::test]
 async fn mixed_batch_acknowledges_exactly_the_stored_orders() {
     let h = handler(MemoryOrders::new().panic_on("o-boom"));
@@ -99,12 +108,7 @@ async fn mixed_batch_acknowledges_exactly_the_stored_orders() {
     assert_eq!(class_of(&report, "m7"), Some("conflict"));
     assert_eq!(class_of(&report, "m8"), Some("panic"));
     assert_eq!(*outcome_of(&report, "m9"), Outcome::Stored);
-    let failed: Vec<_> = report
-        .response()
-        .batch_item_failures
-        .into_iter()
-        .map(|f| f.item_identifier)
-        .collect();
+    let failed = failed_ids(report.response());
     assert_eq!(failed, ["m2", "m3", "m4", "m5", "m7", "m8"]);
     // Stored: o-9 (seed), o-1, o-2; the conflicting o-9 did not overwrite.
     assert_eq!(h.store().stored(), 3);
@@ -150,12 +154,7 @@ async fn fifo_failure_blocks_the_rest_of_its_group_only() {
     }
     // o-a3 was never attempted.
     assert_eq!(h.store().stored(), 4);
-    let failed: Vec<_> = report
-        .response()
-        .batch_item_failures
-        .into_iter()
-        .map(|f| f.item_identifier)
-        .collect();
+    let failed = failed_ids(report.response());
     assert_eq!(failed, ["a2", "a3"]);
 }
 
@@ -255,10 +254,6 @@ async fn handle_answers_lambda_with_the_failures() {
         .handle(LambdaEvent::new(event, context))
         .await
         .expect("response");
-    let failed: Vec<_> = response
-        .batch_item_failures
-        .into_iter()
-        .map(|f| f.item_identifier)
-        .collect();
+    let failed = failed_ids(response);
     assert_eq!(failed, ["m2"]);
 }
