@@ -10,6 +10,17 @@ pub const REGION: &str = "us-east-1";
 /// Access key and secret for local servers (alphanumeric, as DynamoDB Local requires).
 pub const ACCESS_KEY: &str = "local";
 
+/// The environment that points a function's SDK at local servers: each
+/// `(AWS_ENDPOINT_URL_<SERVICE>, url)` of `endpoints`, then the local credentials.
+pub fn function_env<'a>(endpoints: &[(&'a str, &'a str)]) -> Vec<(&'a str, &'a str)> {
+    let mut env = endpoints.to_vec();
+    env.extend([
+        ("AWS_ACCESS_KEY_ID", ACCESS_KEY),
+        ("AWS_SECRET_ACCESS_KEY", ACCESS_KEY),
+    ]);
+    env
+}
+
 /// SDK settings for a local server at `endpoint`: static local credentials, no
 /// SDK retries (a test sees every failure). Any service's client takes them
 /// (`Client::new(&sdk_config(endpoint))`).

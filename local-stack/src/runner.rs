@@ -13,7 +13,7 @@ use crate::dynamodb_local::{self, DynamoDbLocal};
 use crate::elasticmq::{self, ElasticMq, LocalQueue};
 use crate::emulator::Emulator;
 use crate::event_source::EventSource;
-use crate::local_aws::ACCESS_KEY;
+use crate::local_aws::function_env;
 use crate::template::{SqsSource, Template};
 use crate::{process, tools};
 use serde_json::Value;
@@ -149,12 +149,10 @@ fn start(
         options.visibility_timeout_s
     );
     let (dynamodb_url, sqs_url) = (dynamodb.endpoint(), elasticmq.endpoint());
-    let env = [
+    let env = function_env(&[
         ("AWS_ENDPOINT_URL_DYNAMODB", dynamodb_url.as_str()),
         ("AWS_ENDPOINT_URL_SQS", sqs_url.as_str()),
-        ("AWS_ACCESS_KEY_ID", ACCESS_KEY),
-        ("AWS_SECRET_ACCESS_KEY", ACCESS_KEY),
-    ];
+    ]);
     let mut functions = Vec::new();
     for function in template.functions()? {
         let bootstrap = build_dir.join(&function.logical_id).join("bootstrap");

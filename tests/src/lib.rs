@@ -195,7 +195,7 @@ pub fn invalid_bodies(rounds: u64) -> Vec<String> {
 pub struct LocalDynamoDb {
     /// The server (stopped on drop).
     pub server: local_stack::dynamodb_local::DynamoDbLocal,
-    env: Vec<(&'static str, String)>,
+    endpoint: String,
 }
 
 impl LocalDynamoDb {
@@ -228,23 +228,13 @@ impl LocalDynamoDb {
         local_stack::dynamodb_local::create_tables(&template(), &server.client())
             .await
             .unwrap_or_else(|e| panic!("{e}"));
-        let env = vec![
-            ("AWS_ENDPOINT_URL_DYNAMODB", server.endpoint()),
-            (
-                "AWS_ACCESS_KEY_ID",
-                local_stack::local_aws::ACCESS_KEY.to_owned(),
-            ),
-            (
-                "AWS_SECRET_ACCESS_KEY",
-                local_stack::local_aws::ACCESS_KEY.to_owned(),
-            ),
-        ];
-        Self { server, env }
+        let endpoint = server.endpoint();
+        Self { server, endpoint }
     }
 
     /// Environment variables for a function using this server.
     pub fn env(&self) -> Vec<(&str, &str)> {
-        self.env.iter().map(|(k, v)| (*k, v.as_str())).collect()
+        local_stack::local_aws::function_env(&[("AWS_ENDPOINT_URL_DYNAMODB", &self.endpoint)])
     }
 }
 

@@ -26,6 +26,7 @@ use local_stack::dynamodb_local::DynamoDbLocal;
 use local_stack::elasticmq::depth;
 use local_stack::emulator::{Emulator, Invocation};
 use local_stack::event_source::EventSource;
+use local_stack::local_aws::function_env;
 use local_stack::process;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -178,17 +179,11 @@ async fn a_dynamodb_that_never_answers_fails_every_record_before_the_function_ti
     let bodies: Vec<String> = (0..9).map(body).chain([garbage.clone()]).collect();
     queues.send_all(orders, &bodies).await;
     let timeout = TIMEOUT_S.to_string();
-    let emulator = start(
-        "order-processor",
-        &[
-            ("AWS_ENDPOINT_URL_DYNAMODB", endpoint.as_str()),
-            ("AWS_ACCESS_KEY_ID", local_stack::local_aws::ACCESS_KEY),
-            ("AWS_SECRET_ACCESS_KEY", local_stack::local_aws::ACCESS_KEY),
-            // Read by the emulator (and passed on to the function): it sets
-            // each invocation's deadline and stops a function that overruns.
-            ("AWS_LAMBDA_FUNCTION_TIMEOUT", &timeout),
-        ],
-    );
+    let mut env = function_env(&[("AWS_ENDPOINT_URL_DYNAMODB", endpoint.as_str())]);
+    // Read by the emulator (and passed on to the function): it sets each
+    // invocation's deadline and stops a function that overruns.
+    env.push(("AWS_LAMBDA_FUNCTION_TIMEOUT", &timeout));
+    let emulator = start("order-processor", &env);
     // The emulator counts a cold start against the timeout too: an init that
     // overruns it (seen once on a loaded machine) is stopped like a frozen
     // function below. Start the function with an empty batch, which needs no
@@ -317,11 +312,7 @@ async fn throttling_bursts_are_retried_and_every_order_is_stored_once() {
     let endpoint = proxy.endpoint();
     let emulator = start(
         "order-processor",
-        &[
-            ("AWS_ENDPOINT_URL_DYNAMODB", endpoint.as_str()),
-            ("AWS_ACCESS_KEY_ID", local_stack::local_aws::ACCESS_KEY),
-            ("AWS_SECRET_ACCESS_KEY", local_stack::local_aws::ACCESS_KEY),
-        ],
+        &function_env(&[("AWS_ENDPOINT_URL_DYNAMODB", endpoint.as_str())]),
     );
     let ledger = Ledger::default();
     let drain_began = Instant::now();
