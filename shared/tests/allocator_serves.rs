@@ -6,6 +6,9 @@
 use shared::allocator::{self, glibc};
 
 const SIZE: usize = 64 << 20;
+/// The statistics are process-wide: the test harness's other threads allocate and free
+/// while this test runs (a CI run saw `allocated` grow by 18 KiB less than the buffer).
+const OTHER_THREADS_SLACK: u64 = 1 << 20;
 
 #[test]
 fn selected_allocator_serves_allocations() {
@@ -26,13 +29,13 @@ fn selected_allocator_serves_allocations() {
     );
     if let (Some(a), Some(b)) = (before.allocated, after.allocated) {
         assert!(
-            b >= a + SIZE as u64,
+            b + OTHER_THREADS_SLACK >= a + SIZE as u64,
             "{}: allocated {a} -> {b}",
             allocator::NAME
         );
     }
     // …and glibc served it only if glibc is the selected allocator.
-    let glibc_grew = glibc_after.in_use >= glibc_before.in_use + SIZE as u64;
+    let glibc_grew = glibc_after.in_use + OTHER_THREADS_SLACK >= glibc_before.in_use + SIZE as u64;
     assert_eq!(
         glibc_grew,
         allocator::NAME == "system",
