@@ -3,7 +3,8 @@
 //!
 //! Locally every resource's physical name is its logical id: `!Ref OrdersTable`
 //! resolves to `"OrdersTable"`, the name the local stack gives that table; a
-//! `!Ref` to a parameter resolves to the parameter's `Default`.
+//! `!Ref` to a parameter resolves to the value given with
+//! [`Template::with_parameters`], else to the parameter's `Default`.
 
 use serde_norway::Value;
 use std::path::Path;
@@ -28,6 +29,8 @@ pub struct Function {
 #[derive(Debug, Clone)]
 pub struct Template {
     doc: Value,
+    /// Parameter values given instead of the defaults (`sam deploy --parameter-overrides`).
+    overrides: Vec<(String, String)>,
 }
 
 impl Template {
@@ -40,7 +43,30 @@ impl Template {
     /// Parse template text.
     pub fn parse(text: &str) -> Result<Self, String> {
         let doc: Value = serde_norway::from_str(text).map_err(|e| e.to_string())?;
-        Ok(Self { doc })
+        Ok(Self {
+            doc,
+            overrides: Vec::new(),
+        })
+    }
+
+    /// The same template deployed with these parameter values instead of the
+    /// defaults, as `sam deploy --parameter-overrides` would. A name the
+    /// template does not declare is an error.
+    pub fn with_parameters(mut self, values: &[(&str, &str)]) -> Result<Self, String> {
+        for (name, value) in values {
+            if self
+                .doc
+                .get("Parameters")
+                .and_then(|p| p.get(*name))
+                .is_none()
+            {
+                return Err(format!("template.yaml has no parameter {name}"));
+            }
+            self.overrides.retain(|(n, _)| n != name);
+            self.overrides
+                .push(((*name).to_owned(), (*value).to_owned()));
+        }
+        Ok(self)
     }
 
     /// The template's resources of `kind` (e.g. `AWS::SQS::Queue`): (logical id, properties).
@@ -315,6 +341,9 @@ impl Template {
             if name == "AWS::NoValue" {
                 return Ok(None);
             }
+            if let Some((_, value)) = self.overrides.iter().find(|(n, _)| n == name) {
+                return Ok(Some(Value::String(value.clone())));
+            }
             return match self.doc.get("Parameters").and_then(|p| p.get(name)) {
                 Some(parameter) => parameter
                     .get("Default")
@@ -353,7 +382,7 @@ impl Template {
         ))
     }
 
-    /// Evaluate the condition `name` with parameter defaults.
+    /// Evaluate the condition `name` with the parameter values.
     fn condition(&self, name: &str) -> Result<bool, String> {
         let definition = self
             .doc
@@ -539,6 +568,9 @@ Resources:
         assert!(!queues[0].content_based_deduplication);
         assert_eq!(queues[0].name(), "Q.fifo");
         assert_eq!(queues[0].visibility_timeout_s, 30);
+        let standard = template.with_parameters(&[("Fifo", "false")]).unwrap();
+        assert!(!standard.queues().unwrap()[0].fifo);
+        assert!(standard.with_parameters(&[("Nope", "1")]).is_err());
         let bad = Template::parse(
             "Resources:\n  Q:\n    Type: AWS::SQS::Queue\n    Properties:\n      FifoQueue: !If [Missing, true, false]\n",
         )

@@ -163,6 +163,7 @@ pub fn start<C, E: std::fmt::Display>(
     pool::build_global(vcpus.workers)?;
     tracing::info!(
         workers = vcpus.workers,
+        cpu_share = vcpus.share,
         decided_by = %vcpus.decided_by,
         lambda_share = vcpus.lambda_share,
         cgroup_quota = vcpus.cgroup_quota,

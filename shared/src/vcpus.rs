@@ -78,10 +78,16 @@ pub struct Inputs {
 }
 
 /// The decision, with every input that was considered.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
 pub struct Vcpus {
     /// Threads to run CPU-bound work on.
     pub workers: usize,
+    /// The CPU time the function can use, in vCPUs, not rounded: the smallest
+    /// of the Lambda share (memory / 1,769 MB, at most 6), the cgroup quota and
+    /// `available_parallelism`. `workers` rounds the share up (1,800 MB: 1.02
+    /// vCPUs, 2 workers); estimates of how long CPU-bound work takes use this.
+    /// `WORKER_COUNT` changes the workers, not the share.
+    pub share: f64,
     /// The input that decided `workers`.
     pub decided_by: Source,
     /// The Lambda share, if the memory size was set.
@@ -101,6 +107,32 @@ pub fn lambda_share(memory_mb: u64) -> usize {
 /// Whole CPUs allowed by a quota of `quota` per `period` (rounded up, at least 1).
 fn cpus_for_quota(quota: u64, period: u64) -> usize {
     usize::try_from(quota.div_ceil(period).max(1)).unwrap_or(usize::MAX)
+}
+
+/// The unrounded Lambda share for `memory_mb`: memory / 1,769 MB, at most 6.
+fn lambda_fraction(memory_mb: u64) -> f64 {
+    (memory_mb as f64 / MB_PER_VCPU as f64).min(MAX_LAMBDA_VCPUS as f64)
+}
+
+/// CPUs allowed by the cgroup, unrounded (`None`: no quota).
+fn cgroup_fraction(cgroup: &Cgroup) -> Option<f64> {
+    let (quota, period) = match cgroup {
+        Cgroup::Absent => return None,
+        Cgroup::V2 { cpu_max } => {
+            let mut fields = cpu_max.split_whitespace();
+            let quota = fields.next()?.parse::<u64>().ok()?;
+            let period = fields.next().map_or(Some(100_000), |p| p.parse().ok())?;
+            (quota, period)
+        }
+        Cgroup::V1 {
+            quota_us,
+            period_us,
+        } => (
+            quota_us.trim().parse::<u64>().ok()?,
+            period_us.trim().parse::<u64>().ok()?,
+        ),
+    };
+    (quota > 0 && period > 0).then(|| quota as f64 / period as f64)
 }
 
 /// Parse cgroup v2 `cpu.max` ("$MAX $PERIOD", where $MAX may be "max").
@@ -167,12 +199,12 @@ pub fn parse_cfs(quota_us: &str, period_us: &str) -> Result<Option<usize>, Confi
 
 /// Decide the worker count from `inputs`.
 pub fn detect(inputs: &Inputs) -> Result<Vcpus, ConfigError> {
-    let lambda_share = inputs
+    let memory_mb = inputs
         .memory_mb
         .as_deref()
         .map(|raw| parse_in_range("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", raw, LAMBDA_MEMORY_MB))
-        .transpose()?
-        .map(lambda_share);
+        .transpose()?;
+    let lambda_share = memory_mb.map(lambda_share);
     let cgroup_quota = match &inputs.cgroup {
         Cgroup::Absent => None,
         Cgroup::V2 { cpu_max } => parse_cpu_max(cpu_max)?,
@@ -202,8 +234,18 @@ pub fn detect(inputs: &Inputs) -> Result<Vcpus, ConfigError> {
         .min_by_key(|(n, _)| *n)
         .unwrap_or((available, Source::AvailableParallelism)),
     };
+    // The cgroup files were validated above, so a fraction exists when a quota does.
+    let share = [
+        memory_mb.map(lambda_fraction),
+        cgroup_fraction(&inputs.cgroup),
+        Some(available as f64),
+    ]
+    .into_iter()
+    .flatten()
+    .fold(f64::INFINITY, f64::min);
     Ok(Vcpus {
         workers,
+        share,
         decided_by,
         lambda_share,
         cgroup_quota,
@@ -347,6 +389,23 @@ mod tests {
         assert!(parse_cfs("100000", "x").is_err());
         let v = detect(&inputs(Some("10240"), v1("300000", "100000"), 8)).unwrap();
         assert_eq!((v.workers, v.decided_by), (3, Source::CgroupQuota));
+    }
+
+    #[test]
+    fn the_share_is_not_rounded() {
+        let v = detect(&inputs(Some("1800"), Cgroup::Absent, 64)).unwrap();
+        assert_eq!(v.workers, 2);
+        assert!((v.share - 1800.0 / 1769.0).abs() < 1e-9, "{}", v.share);
+        let v = detect(&inputs(Some("10240"), v1("50000", "100000"), 8)).unwrap();
+        assert_eq!((v.workers, v.share), (1, 0.5));
+        let v = detect(&inputs(Some("10240"), v2("max 100000"), 8)).unwrap();
+        assert!((v.share - 10240.0 / 1769.0).abs() < 1e-9, "{}", v.share);
+        let v = detect(&inputs(None, v2("150000 100000"), 8)).unwrap();
+        assert_eq!((v.workers, v.share), (2, 1.5));
+        let mut i = inputs(Some("1769"), Cgroup::Absent, 4);
+        i.worker_count = Some("3".into());
+        let v = detect(&i).unwrap();
+        assert_eq!((v.workers, v.share), (3, 1.0));
     }
 
     #[test]
