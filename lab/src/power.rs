@@ -17,7 +17,9 @@ pub const X86_64_GB_SECOND: f64 = 0.000_016_666_7;
 pub const ARM64_GB_SECOND: f64 = 0.000_013_333_4;
 /// Lambda price per million requests.
 pub const PER_MILLION_REQUESTS: f64 = 0.20;
-/// The memory sizes tried: Lambda's range, with the whole-vCPU steps.
+/// The memory sizes tried: the range the 1,769 MB rule covers (Lambda's up to
+/// 10,240 MB; above, only Managed Instances, priced and sized otherwise), with
+/// the whole-vCPU steps.
 pub const MEMORY_SIZES_MB: [u64; 16] = [
     128, 256, 512, 1024, 1536, 1769, 2048, 3008, 3538, 4096, 5307, 6144, 7076, 8192, 8845, 10240,
 ];

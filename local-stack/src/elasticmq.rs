@@ -1,13 +1,16 @@
 //! ElasticMQ, a real SQS-compatible server, on a free 127.0.0.1 port, its
 //! queues created from `template.yaml` (redrive policies included), stopped on
-//! drop.
+//! drop; and a function's queue references pointed at those queues
+//! ([`with_queue_urls`]).
 
 use crate::local_aws::REGION;
 use crate::process::{Guard, free_port, wait_for_port};
 use crate::template::{Queue, Template};
 use crate::tools;
 use aws_sdk_sqs::Client;
-use aws_sdk_sqs::types::{QueueAttributeName, SendMessageBatchRequestEntry};
+use aws_sdk_sqs::types::{
+    Message, MessageSystemAttributeName, QueueAttributeName, SendMessageBatchRequestEntry,
+};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -80,6 +83,34 @@ pub fn client(endpoint: &str) -> Client {
     Client::new(&crate::local_aws::sdk_config(endpoint))
 }
 
+/// The URL of `queue` on the ElasticMQ at `endpoint` (`http://127.0.0.1:PORT`):
+/// ElasticMQ names a queue `ENDPOINT/ACCOUNT_ID/NAME` ([`create_queues`]
+/// checks that it does).
+pub fn queue_url(endpoint: &str, queue: &Queue) -> String {
+    format!("{endpoint}/{ACCOUNT_ID}/{}", queue.name())
+}
+
+/// A function's environment `env` with its queue references resolved. On
+/// AWS, `!Ref` of a queue is the queue's URL; locally the template reader
+/// resolves it to the queue's logical id. Each variable whose value is the
+/// logical id of one of `queues` gets that queue's URL on the ElasticMQ at
+/// `endpoint` instead; the others are kept as they are.
+pub fn with_queue_urls(
+    env: &[(String, String)],
+    queues: &[Queue],
+    endpoint: &str,
+) -> Vec<(String, String)> {
+    env.iter()
+        .map(|(key, value)| {
+            let value = queues
+                .iter()
+                .find(|q| q.logical_id == *value)
+                .map_or_else(|| value.clone(), |q| queue_url(endpoint, q));
+            (key.clone(), value)
+        })
+        .collect()
+}
+
 /// A queue of the local stack.
 #[derive(Debug, Clone)]
 pub struct LocalQueue {
@@ -137,6 +168,13 @@ pub async fn create_queues(
             .map_err(|e| format!("create queue {}: {}", spec.name(), error_text(&e)))?
             .queue_url
             .ok_or_else(|| format!("create queue {}: no URL", spec.name()))?;
+        let expected = queue_url("", &spec);
+        if !url.ends_with(&expected) {
+            return Err(format!(
+                "create queue {}: ElasticMQ answered the URL {url}, not ENDPOINT{expected}",
+                spec.name()
+            ));
+        }
         let arn = client
             .get_queue_attributes()
             .queue_url(&url)
@@ -207,21 +245,24 @@ pub async fn send(
     Ok(())
 }
 
-/// Receive and delete every message now in the queue at `url`; their bodies.
-pub async fn take_all(client: &Client, url: &str) -> Result<Vec<String>, String> {
-    let mut bodies = Vec::new();
+/// Receive and delete every message now in the queue at `url`, with its
+/// message attributes and system attributes (`MessageGroupId`, …).
+pub async fn take_all(client: &Client, url: &str) -> Result<Vec<Message>, String> {
+    let mut taken = Vec::new();
     loop {
         let messages = client
             .receive_message()
             .queue_url(url)
             .max_number_of_messages(10)
+            .message_attribute_names("All")
+            .message_system_attribute_names(MessageSystemAttributeName::All)
             .send()
             .await
             .map_err(|e| format!("receive from {url}: {}", error_text(&e)))?
             .messages
             .unwrap_or_default();
         if messages.is_empty() {
-            return Ok(bodies);
+            return Ok(taken);
         }
         for message in messages {
             if let Some(handle) = message.receipt_handle() {
@@ -233,7 +274,7 @@ pub async fn take_all(client: &Client, url: &str) -> Result<Vec<String>, String>
                     .await
                     .map_err(|e| format!("delete from {url}: {}", error_text(&e)))?;
             }
-            bodies.push(message.body.unwrap_or_default());
+            taken.push(message);
         }
     }
 }
@@ -248,4 +289,55 @@ pub fn error_text(error: &(dyn std::error::Error + 'static)) -> String {
         source = cause.source();
     }
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn queue(logical_id: &str, fifo: bool) -> Queue {
+        Queue {
+            logical_id: logical_id.into(),
+            fifo,
+            content_based_deduplication: false,
+            visibility_timeout_s: 30,
+            message_retention_s: 345_600,
+            redrive: None,
+        }
+    }
+
+    #[test]
+    fn queue_references_in_an_environment_become_local_queue_urls() {
+        let queues = [
+            queue("OrdersQueue", false),
+            queue("OrdersDeadLetterQueue", true),
+        ];
+        let env: Vec<(String, String)> = [
+            ("TABLE_NAME", "OrdersTable"),
+            ("DEAD_LETTER_QUEUE_URL", "OrdersDeadLetterQueue"),
+            ("SOURCE", "OrdersQueue"),
+            ("NOTE", "OrdersQueueX"),
+        ]
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect();
+        let resolved = with_queue_urls(&env, &queues, "http://127.0.0.1:9324");
+        let value = |key: &str| {
+            resolved
+                .iter()
+                .find(|(k, _)| k == key)
+                .map(|(_, v)| v.as_str())
+        };
+        assert_eq!(value("TABLE_NAME"), Some("OrdersTable"));
+        assert_eq!(
+            value("DEAD_LETTER_QUEUE_URL"),
+            Some("http://127.0.0.1:9324/000000000000/OrdersDeadLetterQueue.fifo")
+        );
+        assert_eq!(
+            value("SOURCE"),
+            Some("http://127.0.0.1:9324/000000000000/OrdersQueue")
+        );
+        assert_eq!(value("NOTE"), Some("OrdersQueueX"));
+        assert_eq!(resolved.len(), env.len());
+    }
 }

@@ -72,7 +72,7 @@ impl Emulator {
             // credentials, and every AWS service not pointed elsewhere goes to
             // a closed loopback port (fails at once).
             .env("AWS_EC2_METADATA_DISABLED", "true")
-            .env("AWS_ENDPOINT_URL", "http://127.0.0.1:9")
+            .env("AWS_ENDPOINT_URL", crate::local_aws::NO_SERVER)
             .envs(spec.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
             .envs(extra_env.iter().copied())
             .stdin(Stdio::null())

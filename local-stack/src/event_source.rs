@@ -4,7 +4,8 @@
 //! would send, and delete exactly the messages the function did not report in
 //! `batchItemFailures`. The rest come back after the visibility timeout, and
 //! after `maxReceiveCount` receives the queue's redrive policy moves them to
-//! the dead-letter queue, as in AWS.
+//! the dead-letter queue, as in AWS. Its [`SqsSource`] comes from
+//! `Template::sqs_sources`, which refuses what Lambda would not create.
 
 use crate::elasticmq::{LocalQueue, depth, error_text};
 use crate::emulator::Invocation;
@@ -258,10 +259,11 @@ enum Verdict {
 }
 
 /// Lambda's rules for an answer to an SQS batch: a failed invocation fails
-/// the whole batch; with `ReportBatchItemFailures`, an answer that is not a
-/// valid response, or names an `itemIdentifier` that is empty or not in the
-/// batch, fails the whole batch too; an absent, null or empty
-/// `batchItemFailures` means every message succeeded.
+/// the whole batch. With `ReportBatchItemFailures`, an empty or `null` answer,
+/// or an object whose `batchItemFailures` is absent, `null` or empty, means
+/// every message succeeded; an answer that is not valid JSON, not an object
+/// (`[]`, `"x"`, `5`), or names an `itemIdentifier` that is missing, empty,
+/// not a string or not in the batch, fails the whole batch.
 fn verdict(answer: &Invocation, batch_ids: &[&str], report_failures: bool) -> Verdict {
     let json = answer.json().ok();
     if answer.status != 200 {
@@ -270,27 +272,51 @@ fn verdict(answer: &Invocation, batch_ids: &[&str], report_failures: bool) -> Ve
     if let Some(kind) = json.as_ref().and_then(|j| j.get("errorType")) {
         return Verdict::WholeBatch(format!("function error {kind}"));
     }
-    if !report_failures {
+    if !report_failures || answer.body.trim().is_empty() {
         return Verdict::Failed(Vec::new());
     }
-    let Some(json) = json else {
-        return Verdict::WholeBatch("the answer is not JSON".into());
+    let response = match json {
+        None => return Verdict::WholeBatch("the answer is not JSON".into()),
+        Some(Value::Null) => return Verdict::Failed(Vec::new()),
+        Some(Value::Object(response)) => response,
+        Some(other) => {
+            return Verdict::WholeBatch(format!(
+                "the answer is not a batch response object: {}",
+                short(&other.to_string())
+            ));
+        }
     };
-    let failures = match json.get("batchItemFailures") {
+    let failures = match response.get("batchItemFailures") {
         None | Some(Value::Null) => return Verdict::Failed(Vec::new()),
         Some(Value::Array(failures)) => failures,
-        Some(other) => return Verdict::WholeBatch(format!("batchItemFailures is {other}")),
+        Some(other) => {
+            return Verdict::WholeBatch(format!(
+                "batchItemFailures is {}",
+                short(&other.to_string())
+            ));
+        }
     };
     let mut failed = Vec::new();
     for failure in failures {
         match failure.get("itemIdentifier").and_then(Value::as_str) {
             Some(id) if batch_ids.contains(&id) => failed.push(id.to_owned()),
-            other => {
-                return Verdict::WholeBatch(format!("invalid itemIdentifier {other:?}"));
+            _ => {
+                return Verdict::WholeBatch(format!(
+                    "invalid batch item failure {}",
+                    short(&failure.to_string())
+                ));
             }
         }
     }
     Verdict::Failed(failed)
+}
+
+/// At most 100 characters of a function's answer, for a reason.
+fn short(text: &str) -> String {
+    match text.char_indices().nth(100) {
+        Some((end, _)) => format!("{}…", &text[..end]),
+        None => text.to_owned(),
+    }
 }
 
 #[cfg(test)]
@@ -313,10 +339,14 @@ mod tests {
             verdict(&answer(200, body), &IDS, true),
             Verdict::Failed(vec!["b".into()])
         );
+        // Lambda: an empty or null list, an empty or null response: all succeeded.
         for empty in [
             r#"{"batchItemFailures":[]}"#,
             r#"{"batchItemFailures":null}"#,
             "{}",
+            "null",
+            "",
+            " \n",
         ] {
             assert_eq!(
                 verdict(&answer(200, empty), &IDS, true),
@@ -338,6 +368,16 @@ mod tests {
             (200, r#"{"batchItemFailures":[{"itemIdentifier":"z"}]}"#),
             (200, r#"{"batchItemFailures":[{}]}"#),
             (200, r#"{"batchItemFailures":"b"}"#),
+            (200, r#"{"batchItemFailures":[{"itemIdentifier":null}]}"#),
+            (200, r#"{"batchItemFailures":[{"itemId":"b"}]}"#),
+            (200, r#"{"batchItemFailures":[{"itemIdentifier":5}]}"#),
+            (200, r#"{"batchItemFailures":["b"]}"#),
+            // Not the documented object: Lambda fails the whole batch.
+            (200, "[]"),
+            (200, r#"[{"itemIdentifier":"b"}]"#),
+            (200, r#""x""#),
+            (200, "5"),
+            (200, "true"),
         ] {
             assert!(
                 matches!(

@@ -10,6 +10,7 @@ pub mod elasticmq;
 pub mod emulator;
 pub mod event_source;
 pub mod events;
+pub mod lambda_rules;
 pub mod least_privilege;
 pub mod local_aws;
 pub mod process;

@@ -9,6 +9,9 @@ use aws_sdk_dynamodb::config::{Credentials, SharedCredentialsProvider};
 pub const REGION: &str = "us-east-1";
 /// Access key and secret for local servers (alphanumeric, as DynamoDB Local requires).
 pub const ACCESS_KEY: &str = "local";
+/// An endpoint where nothing listens (the discard port of loopback): a local
+/// function's AWS calls that no local server takes go here and fail at once.
+pub const NO_SERVER: &str = "http://127.0.0.1:9";
 
 /// The environment that points a function's SDK at local servers: each
 /// `(AWS_ENDPOINT_URL_<SERVICE>, url)` of `endpoints`, then the local credentials.

@@ -3,7 +3,8 @@
 //! DynamoDB Local and ElasticMQ on free loopback ports, with the tables and
 //! queues `template.yaml` declares; each function's `sam build` output under
 //! the runtime interface emulator with the memory, timeout and environment the
-//! template declares (only the AWS endpoints point at the local servers); the
+//! template declares (only the AWS endpoints, and queue URLs, point at the
+//! local servers); the
 //! local event source mapping between the order queue and the order processor.
 //! Then the demonstration: the sample orders go through the queue, the
 //! password samples through the hasher, and the Arrow worker reports on what
@@ -153,8 +154,10 @@ fn start(
         ("AWS_ENDPOINT_URL_DYNAMODB", dynamodb_url.as_str()),
         ("AWS_ENDPOINT_URL_SQS", sqs_url.as_str()),
     ]);
+    let specs: Vec<_> = queues.iter().map(|q| q.spec.clone()).collect();
     let mut functions = Vec::new();
-    for function in template.functions()? {
+    for mut function in template.functions()? {
+        function.env = elasticmq::with_queue_urls(&function.env, &specs, &sqs_url);
         let bootstrap = build_dir.join(&function.logical_id).join("bootstrap");
         let log = logs.join(format!("{}.log", function.binary));
         let emulator = Emulator::start(&rie, &bootstrap, &function, &env, &log)?;
@@ -231,7 +234,8 @@ async fn orders(
         let dead = elasticmq::depth(&sqs, &dlq.url).await?;
         summary.dead_lettered = dead;
         println!(
-            "   {} holds {dead} messages (each failed {} deliveries); why, from the function's log:",
+            "   {} holds {dead} messages (moved by the function, each with its reason in \
+             message attributes, or by SQS after {} failed deliveries); why, from the function's log:",
             dlq.spec.name(),
             redrive.max_receive_count
         );
@@ -249,12 +253,15 @@ async fn orders(
 }
 
 /// The distinct (class, reason) pairs of the order processor's
-/// `record failed` log lines (they never carry the body).
+/// `record dead-lettered` and `record failed` log lines (they never carry the
+/// body).
 fn failure_reasons(logs: &str) -> Vec<(String, String)> {
     let mut reasons: Vec<(String, String)> = logs
         .lines()
         .filter_map(|line| serde_json::from_str::<Value>(line).ok())
-        .filter(|line| line["message"] == "record failed")
+        .filter(|line| {
+            line["message"] == "record dead-lettered" || line["message"] == "record failed"
+        })
         .map(|line| {
             let field = |key: &str| line[key].as_str().unwrap_or("?").to_owned();
             (field("class"), field("reason"))
@@ -335,11 +342,20 @@ fn summarize(answer: &Value) -> String {
             .iter()
             .take(4)
             .map(|g| {
+                let money: Vec<String> = g["money"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(|m| {
+                        let currency = m["currency"].as_str().unwrap_or("?");
+                        format!("{} {currency} cents", m["total_cents"]["sum"])
+                    })
+                    .collect();
                 format!(
-                    "{} {}x {} cents",
+                    "{} {}x {}",
                     g["key"].as_str().unwrap_or("?"),
                     g["count"],
-                    g["total_cents"]["sum"]
+                    money.join(", ")
                 )
             })
             .collect();

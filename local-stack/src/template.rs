@@ -1,13 +1,17 @@
 //! Reads `template.yaml`, so local runs use what the template declares (memory,
-//! timeout, environment) instead of a second copy of it.
+//! timeout, environment) instead of a second copy of it, and checks what AWS
+//! would check: parameter values, the `Rules` ([`Template::check_rules`]) and
+//! each SQS event source mapping ([`Template::sqs_sources`]).
 //!
 //! Locally every resource's physical name is its logical id: `!Ref OrdersTable`
 //! resolves to `"OrdersTable"`, the name the local stack gives that table; a
 //! `!Ref` to a parameter resolves to the value given with
 //! [`Template::with_parameters`], else to the parameter's `Default`.
 
+use crate::lambda_rules::SqsMapping;
 use serde_norway::Value;
 use std::path::Path;
+use std::sync::Arc;
 
 /// One `AWS::Serverless::Function`, with `Globals` applied.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -28,9 +32,63 @@ pub struct Function {
 /// The parsed template.
 #[derive(Debug, Clone)]
 pub struct Template {
-    doc: Value,
+    /// Shared: a template with other parameter values is a cheap copy.
+    doc: Arc<Value>,
     /// Parameter values given instead of the defaults (`sam deploy --parameter-overrides`).
     overrides: Vec<(String, String)>,
+}
+
+/// A template parameter and the values it allows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Parameter {
+    /// Its name, e.g. `OrderBatchSize`.
+    pub name: String,
+    /// `Default`, as text.
+    pub default: Option<String>,
+    /// `AllowedValues`, as text.
+    pub allowed_values: Option<Vec<String>>,
+    /// `MinValue`.
+    pub min_value: Option<i64>,
+    /// `MaxValue`.
+    pub max_value: Option<i64>,
+}
+
+impl Parameter {
+    /// Every value the parameter allows, if they can be listed: its
+    /// `AllowedValues`, else `MinValue..=MaxValue`; `None` for a free value.
+    pub fn every_value(&self) -> Option<Vec<String>> {
+        match (&self.allowed_values, self.min_value, self.max_value) {
+            (Some(values), _, _) => Some(values.clone()),
+            (None, Some(min), Some(max)) => Some((min..=max).map(|n| n.to_string()).collect()),
+            _ => None,
+        }
+    }
+
+    /// `Err` if CloudFormation would refuse `value` for this parameter.
+    pub fn check(&self, value: &str) -> Result<(), String> {
+        let name = &self.name;
+        if let Some(allowed) = &self.allowed_values
+            && !allowed.iter().any(|a| a == value)
+        {
+            return Err(format!(
+                "{name}={value:?} is not one of its AllowedValues {allowed:?}"
+            ));
+        }
+        if self.min_value.is_some() || self.max_value.is_some() {
+            let number: f64 = value
+                .parse()
+                .map_err(|_| format!("{name}={value:?} is not a number"))?;
+            let below = self.min_value.is_some_and(|min| number < min as f64);
+            let above = self.max_value.is_some_and(|max| number > max as f64);
+            if below || above {
+                return Err(format!(
+                    "{name}={value} is outside MinValue..MaxValue ({:?}..{:?})",
+                    self.min_value, self.max_value
+                ));
+            }
+        }
+        Ok(())
+    }
 }
 
 impl Template {
@@ -44,29 +102,100 @@ impl Template {
     pub fn parse(text: &str) -> Result<Self, String> {
         let doc: Value = serde_norway::from_str(text).map_err(|e| e.to_string())?;
         Ok(Self {
-            doc,
+            doc: Arc::new(doc),
             overrides: Vec::new(),
         })
     }
 
     /// The same template deployed with these parameter values instead of the
     /// defaults, as `sam deploy --parameter-overrides` would. A name the
-    /// template does not declare is an error.
+    /// template does not declare, or a value outside the parameter's
+    /// `AllowedValues` or `MinValue`..`MaxValue`, is an error, as in
+    /// CloudFormation. (`Rules` are checked by [`Template::check_rules`].)
     pub fn with_parameters(mut self, values: &[(&str, &str)]) -> Result<Self, String> {
         for (name, value) in values {
-            if self
-                .doc
-                .get("Parameters")
-                .and_then(|p| p.get(*name))
-                .is_none()
-            {
-                return Err(format!("template.yaml has no parameter {name}"));
-            }
+            let parameter = self
+                .parameters()?
+                .into_iter()
+                .find(|p| p.name == *name)
+                .ok_or_else(|| format!("template.yaml has no parameter {name}"))?;
+            parameter.check(value)?;
             self.overrides.retain(|(n, _)| n != name);
             self.overrides
                 .push(((*name).to_owned(), (*value).to_owned()));
         }
         Ok(self)
+    }
+
+    /// Every parameter the template declares, in order.
+    pub fn parameters(&self) -> Result<Vec<Parameter>, String> {
+        let Some(parameters) = self.doc.get("Parameters").and_then(Value::as_mapping) else {
+            return Ok(Vec::new());
+        };
+        parameters
+            .iter()
+            .map(|(name, declaration)| {
+                let name = name.as_str().ok_or("a parameter name is not a string")?;
+                let bound = |key: &str| -> Result<Option<i64>, String> {
+                    declaration.get(key).map_or(Ok(None), |v| {
+                        v.as_i64()
+                            .map(Some)
+                            .ok_or_else(|| format!("{name}.{key} is not a whole number: {v:?}"))
+                    })
+                };
+                let allowed_values = match declaration.get("AllowedValues") {
+                    None => None,
+                    Some(values) => Some(
+                        values
+                            .as_sequence()
+                            .ok_or_else(|| format!("{name}.AllowedValues is not a list"))?
+                            .iter()
+                            .map(|v| text(v).ok_or_else(|| format!("{name}: {v:?}")))
+                            .collect::<Result<Vec<_>, _>>()?,
+                    ),
+                };
+                Ok(Parameter {
+                    name: name.to_owned(),
+                    default: declaration.get("Default").and_then(text),
+                    allowed_values,
+                    min_value: bound("MinValue")?,
+                    max_value: bound("MaxValue")?,
+                })
+            })
+            .collect()
+    }
+
+    /// The template's `Rules`, evaluated with the parameter values as
+    /// CloudFormation does before it creates or updates the stack: `Err` with
+    /// the `AssertDescription` of the first failed assertion whose rule
+    /// applies (its `RuleCondition` holds, or it has none).
+    pub fn check_rules(&self) -> Result<(), String> {
+        let rules = self.doc.get("Rules").and_then(Value::as_mapping);
+        for (name, rule) in rules.into_iter().flatten() {
+            let name = name.as_str().unwrap_or("?");
+            if let Some(condition) = rule.get("RuleCondition")
+                && !self.evaluate(condition)?
+            {
+                continue;
+            }
+            let assertions = rule
+                .get("Assertions")
+                .and_then(Value::as_sequence)
+                .ok_or_else(|| format!("rule {name} has no Assertions"))?;
+            for assertion in assertions {
+                let assert = assertion
+                    .get("Assert")
+                    .ok_or_else(|| format!("rule {name}: an assertion has no Assert"))?;
+                if !self.evaluate(assert)? {
+                    let description = assertion
+                        .get("AssertDescription")
+                        .and_then(Value::as_str)
+                        .unwrap_or("(no AssertDescription)");
+                    return Err(format!("rule {name}: {description}"));
+                }
+            }
+        }
+        Ok(())
     }
 
     /// The template's resources of `kind` (e.g. `AWS::SQS::Queue`): (logical id, properties).
@@ -174,6 +303,8 @@ pub struct Queue {
     pub content_based_deduplication: bool,
     /// `VisibilityTimeout` in seconds (SQS's default, 30, if absent).
     pub visibility_timeout_s: u32,
+    /// `MessageRetentionPeriod` in seconds (SQS's default, 4 days, if absent).
+    pub message_retention_s: u32,
     /// `RedrivePolicy`: where messages go after too many receives.
     pub redrive: Option<Redrive>,
 }
@@ -198,6 +329,23 @@ pub struct Redrive {
     pub max_receive_count: u32,
 }
 
+/// An `AWS::CloudWatch::Alarm` on one metric.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Alarm {
+    /// Logical id, e.g. `OrdersDeadLetterAlarm`.
+    pub logical_id: String,
+    /// `Namespace`, e.g. `AWS/SQS`.
+    pub namespace: String,
+    /// `MetricName`.
+    pub metric: String,
+    /// `Dimensions` as (name, value); a resource's value is its logical id.
+    pub dimensions: Vec<(String, String)>,
+    /// `Threshold`.
+    pub threshold: f64,
+    /// `AlarmActions`: what it notifies (logical ids of topics).
+    pub actions: Vec<String>,
+}
+
 /// A function's `Type: SQS` event: the event source mapping SAM creates.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SqsSource {
@@ -211,6 +359,8 @@ pub struct SqsSource {
     pub batching_window_s: u32,
     /// `FunctionResponseTypes` has `ReportBatchItemFailures`.
     pub report_batch_item_failures: bool,
+    /// `ScalingConfig.MaximumConcurrency`: most concurrent invocations.
+    pub maximum_concurrency: Option<u32>,
 }
 
 impl Template {
@@ -257,6 +407,11 @@ impl Template {
                     Some(v) => number(&v)
                         .ok_or_else(|| format!("{logical_id}.VisibilityTimeout: {v:?}"))?,
                 },
+                message_retention_s: match prop("MessageRetentionPeriod")? {
+                    None => 345_600,
+                    Some(v) => number(&v)
+                        .ok_or_else(|| format!("{logical_id}.MessageRetentionPeriod: {v:?}"))?,
+                },
                 redrive,
                 logical_id,
             });
@@ -265,10 +420,59 @@ impl Template {
         Ok(queues)
     }
 
-    /// Every `Type: SQS` event of every function.
+    /// Every `Type: SQS` event of every function: the event source mappings
+    /// SAM creates. An error with Lambda's reason if Lambda would refuse to
+    /// create one (see [`crate::lambda_rules`]), so none runs locally.
     pub fn sqs_sources(&self) -> Result<Vec<SqsSource>, String> {
+        self.sqs_mappings()?
+            .into_iter()
+            .map(|(source, mapping)| match mapping.check() {
+                Ok(()) => Ok(source),
+                Err(reason) => Err(format!(
+                    "Lambda refuses the SQS event source mapping from {} to {}: {reason}",
+                    source.queue, source.function
+                )),
+            })
+            .collect()
+    }
+
+    /// Every `Type: SQS` event, each with what Lambda checks when it creates
+    /// the mapping (the queue's and the function's settings), unchecked.
+    pub fn sqs_mappings(&self) -> Result<Vec<(SqsSource, SqsMapping)>, String> {
+        let queues = self.queues()?;
+        let functions = self.functions()?;
+        let mut mappings = Vec::new();
+        for source in self.sqs_events(&functions)? {
+            let queue = queues
+                .iter()
+                .find(|q| q.logical_id == source.queue)
+                .ok_or_else(|| {
+                    format!(
+                        "the SQS event of {} reads {}, which is not an SQS queue of the template",
+                        source.function, source.queue
+                    )
+                })?;
+            let function = functions
+                .iter()
+                .find(|f| f.binary == source.function)
+                .ok_or_else(|| format!("no function {}", source.function))?;
+            let mapping = SqsMapping {
+                batch_size: source.batch_size,
+                batching_window_s: source.batching_window_s,
+                maximum_concurrency: source.maximum_concurrency,
+                fifo: queue.fifo,
+                visibility_timeout_s: queue.visibility_timeout_s,
+                function_timeout_s: function.timeout_s,
+            };
+            mappings.push((source, mapping));
+        }
+        Ok(mappings)
+    }
+
+    /// Every `Type: SQS` event of `functions`, as written.
+    fn sqs_events(&self, functions: &[Function]) -> Result<Vec<SqsSource>, String> {
         let mut sources = Vec::new();
-        for function in self.functions()? {
+        for function in functions {
             let resource = self
                 .resources("AWS::Serverless::Function")
                 .into_iter()
@@ -306,16 +510,103 @@ impl Template {
                             .iter()
                             .any(|t| t.as_str() == Some("ReportBatchItemFailures"))
                     });
+                let maximum_concurrency = match at("ScalingConfig")? {
+                    None => None,
+                    Some(scaling) => match scaling.get("MaximumConcurrency") {
+                        None => None,
+                        Some(v) => {
+                            let v = self.resolve(v)?;
+                            Some(v.as_ref().and_then(number).ok_or_else(|| {
+                                format!("{name}.ScalingConfig.MaximumConcurrency: {v:?}")
+                            })?)
+                        }
+                    },
+                };
                 sources.push(SqsSource {
                     function: function.binary.clone(),
                     queue,
                     batch_size: count("BatchSize", 10)?,
                     batching_window_s: count("MaximumBatchingWindowInSeconds", 0)?,
                     report_batch_item_failures: report,
+                    maximum_concurrency,
                 });
             }
         }
         Ok(sources)
+    }
+
+    /// Every dead-letter queue: the target of a queue's `RedrivePolicy` or of
+    /// a function's `DeadLetterQueue` (logical ids, each once).
+    pub fn dead_letter_queues(&self) -> Result<Vec<String>, String> {
+        let mut found: Vec<String> = self
+            .queues()?
+            .into_iter()
+            .filter_map(|q| q.redrive.map(|r| r.dead_letter_queue))
+            .collect();
+        for (logical_id, function) in self.resources("AWS::Serverless::Function") {
+            let target = function
+                .get("Properties")
+                .and_then(|p| p.get("DeadLetterQueue"))
+                .and_then(|d| d.get("TargetArn"));
+            if let Some(target) = target {
+                let queue = self.resolve(target)?.as_ref().and_then(text);
+                found.push(queue.ok_or_else(|| {
+                    format!("{logical_id}.DeadLetterQueue.TargetArn: {target:?}")
+                })?);
+            }
+        }
+        found.sort();
+        found.dedup();
+        Ok(found)
+    }
+
+    /// Every `AWS::CloudWatch::Alarm`, its references resolved.
+    pub fn alarms(&self) -> Result<Vec<Alarm>, String> {
+        self.resources("AWS::CloudWatch::Alarm")
+            .into_iter()
+            .map(|(logical_id, resource)| {
+                let scalar = |name: &str| -> Result<String, String> {
+                    self.property(resource, name)?
+                        .as_ref()
+                        .and_then(text)
+                        .ok_or_else(|| format!("{logical_id}.{name} is missing or not a scalar"))
+                };
+                let list = |name: &str| -> Result<Vec<Value>, String> {
+                    Ok(self
+                        .property(resource, name)?
+                        .and_then(|v| v.as_sequence().cloned())
+                        .unwrap_or_default())
+                };
+                let mut dimensions = Vec::new();
+                for dimension in list("Dimensions")? {
+                    let part = |key: &str| -> Result<String, String> {
+                        let value = dimension
+                            .get(key)
+                            .ok_or_else(|| format!("{logical_id}: a dimension has no {key}"))?;
+                        self.resolve(value)?
+                            .as_ref()
+                            .and_then(text)
+                            .ok_or_else(|| format!("{logical_id}: dimension {key} {value:?}"))
+                    };
+                    dimensions.push((part("Name")?, part("Value")?));
+                }
+                let mut actions = Vec::new();
+                for action in list("AlarmActions")? {
+                    actions.extend(self.resolve(&action)?.as_ref().and_then(text));
+                }
+                let threshold = scalar("Threshold")?;
+                Ok(Alarm {
+                    namespace: scalar("Namespace")?,
+                    metric: scalar("MetricName")?,
+                    threshold: threshold
+                        .parse()
+                        .map_err(|_| format!("{logical_id}.Threshold: {threshold}"))?,
+                    dimensions,
+                    actions,
+                    logical_id,
+                })
+            })
+            .collect()
     }
 
     /// A resource's property, resolved; `None` if absent or `AWS::NoValue`.
@@ -329,8 +620,8 @@ impl Template {
     /// A value with the intrinsic functions the local stack understands
     /// resolved: `!Ref` (a parameter's default, or a resource's logical id),
     /// `!GetAtt X.Attr` (the logical id `X`: locally a resource's name is its
-    /// id), `!If` over conditions made of `!Equals` and `!Not`. `None` for
-    /// `!Ref AWS::NoValue`.
+    /// id), `!FindInMap`, `!If` over conditions made of `!Equals`, `!Not`,
+    /// `!And` and `!Or`. `None` for `!Ref AWS::NoValue`.
     fn resolve(&self, value: &Value) -> Result<Option<Value>, String> {
         let Value::Tagged(tagged) = value else {
             return Ok(Some(value.clone()));
@@ -363,6 +654,27 @@ impl Template {
                 .map(|t| Some(Value::String(t)))
                 .ok_or_else(|| format!("cannot resolve !GetAtt {inner:?}"));
         }
+        if tagged.tag == "FindInMap" {
+            let parts = inner.as_sequence().filter(|p| p.len() == 3);
+            let keys = parts
+                .ok_or_else(|| format!("!FindInMap needs three parts: {inner:?}"))?
+                .iter()
+                .map(|part| {
+                    self.resolve(part)?
+                        .as_ref()
+                        .and_then(text)
+                        .ok_or_else(|| format!("!FindInMap key {part:?} is not text"))
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            let found = keys
+                .iter()
+                .try_fold(self.doc.get("Mappings"), |at, key| {
+                    at.map(|at| at.get(key.as_str()))
+                })
+                .flatten()
+                .ok_or_else(|| format!("Mappings has no {}", keys.join(".")))?;
+            return self.resolve(found);
+        }
         if tagged.tag == "If" {
             let parts = inner.as_sequence().filter(|p| p.len() == 3);
             let [condition, then, otherwise] = parts.map(Vec::as_slice).unwrap_or_default() else {
@@ -382,7 +694,8 @@ impl Template {
         ))
     }
 
-    /// Evaluate the condition `name` with the parameter values.
+    /// Evaluate the condition `name` with the parameter values (the
+    /// `Conditions` section).
     fn condition(&self, name: &str) -> Result<bool, String> {
         let definition = self
             .doc
@@ -392,6 +705,8 @@ impl Template {
         self.evaluate(definition)
     }
 
+    /// A condition or a rule's assertion: `!Equals`, `!Not`, `!And`, `!Or`,
+    /// and, in `Rules`, `!Contains [[values], value]`.
     fn evaluate(&self, definition: &Value) -> Result<bool, String> {
         let Value::Tagged(tagged) = definition else {
             return Err(format!("not a condition: {definition:?}"));
@@ -405,6 +720,34 @@ impl Template {
             ("Equals", [a, b]) => Ok(self.resolve(a)?.as_ref().and_then(text)
                 == self.resolve(b)?.as_ref().and_then(text)),
             ("Not", [inner]) => Ok(!self.evaluate(inner)?),
+            ("And", all) if !all.is_empty() => {
+                for operand in all {
+                    if !self.evaluate(operand)? {
+                        return Ok(false);
+                    }
+                }
+                Ok(true)
+            }
+            ("Or", any) if !any.is_empty() => {
+                for operand in any {
+                    if self.evaluate(operand)? {
+                        return Ok(true);
+                    }
+                }
+                Ok(false)
+            }
+            ("Contains", [list, value]) => {
+                let list = self
+                    .resolve(list)?
+                    .and_then(|l| l.as_sequence().cloned())
+                    .ok_or_else(|| format!("!Contains needs a list first: {list:?}"))?;
+                let value = self.resolve(value)?.as_ref().and_then(text);
+                let mut members = Vec::new();
+                for member in &list {
+                    members.push(self.resolve(member)?.as_ref().and_then(text));
+                }
+                Ok(value.is_some() && members.contains(&value))
+            }
             (tag, _) => Err(format!("the local stack cannot evaluate !{tag}")),
         }
     }
@@ -541,7 +884,230 @@ Resources:
                 batch_size: 10,
                 batching_window_s: 0,
                 report_batch_item_failures: true,
+                maximum_concurrency: Some(5),
             }]
+        );
+    }
+
+    /// A queue feeding a function, with the mapping's settings from parameters.
+    const MAPPING: &str = r#"
+Parameters:
+  Batch: { Type: Number, Default: 10, MinValue: 1, MaxValue: 10000 }
+  Window: { Type: Number, Default: 0, AllowedValues: [0, 1, 300] }
+  Visibility: { Type: Number, Default: 180 }
+  Fifo: { Type: String, Default: "false", AllowedValues: ["false", "true"] }
+Conditions:
+  IsFifo: !Equals [!Ref Fifo, "true"]
+Resources:
+  Q:
+    Type: AWS::SQS::Queue
+    Properties:
+      FifoQueue: !If [IsFifo, true, !Ref AWS::NoValue]
+      VisibilityTimeout: !Ref Visibility
+  Fn:
+    Type: AWS::Serverless::Function
+    Metadata: { BuildProperties: { Binary: fn-bin } }
+    Properties:
+      Timeout: 30
+      Events:
+        Q:
+          Type: SQS
+          Properties:
+            Queue: !GetAtt Q.Arn
+            BatchSize: !Ref Batch
+            MaximumBatchingWindowInSeconds: !Ref Window
+            ScalingConfig: { MaximumConcurrency: 7 }
+"#;
+
+    #[test]
+    fn sqs_sources_refuse_what_lambda_refuses() {
+        let template = Template::parse(MAPPING).expect("parse");
+        let sources = template.sqs_sources().expect("the defaults are valid");
+        assert_eq!(sources[0].maximum_concurrency, Some(7));
+        for (overrides, reason) in [
+            (
+                &[("Batch", "11")][..],
+                "Maximum batch window in seconds must be greater than 0 if maximum batch size is greater than 10",
+            ),
+            (
+                &[("Fifo", "true"), ("Window", "1")][..],
+                "Batching window is not supported for FIFO queues",
+            ),
+            (
+                &[("Visibility", "29")][..],
+                "Queue visibility timeout: 29 seconds is less than Function timeout: 30 seconds",
+            ),
+        ] {
+            let error = template
+                .clone()
+                .with_parameters(overrides)
+                .expect("allowed values")
+                .sqs_sources()
+                .expect_err("Lambda refuses it");
+            assert_eq!(
+                error,
+                format!("Lambda refuses the SQS event source mapping from Q to fn-bin: {reason}"),
+                "{overrides:?}"
+            );
+        }
+        let windowed = template.with_parameters(&[("Batch", "11"), ("Window", "1")]);
+        assert_eq!(
+            windowed.expect("allowed").sqs_sources().map(|s| s.len()),
+            Ok(1)
+        );
+    }
+
+    #[test]
+    fn parameter_values_the_declaration_forbids_are_errors() {
+        let template = Template::parse(MAPPING).expect("parse");
+        let parameters = template.parameters().expect("parameters");
+        let every: Vec<_> = parameters.iter().map(Parameter::every_value).collect();
+        assert_eq!(every[1], Some(vec!["0".into(), "1".into(), "300".into()]));
+        assert_eq!(every[0].as_ref().map(Vec::len), Some(10_000));
+        assert_eq!(every[2], None);
+        for (name, value) in [
+            ("Window", "2"),
+            ("Batch", "0"),
+            ("Batch", "10001"),
+            ("Batch", "ten"),
+            ("Nope", "1"),
+        ] {
+            let error = template
+                .clone()
+                .with_parameters(&[(name, value)])
+                .unwrap_err();
+            assert!(error.contains(name), "{error}");
+        }
+    }
+
+    #[test]
+    fn rules_refuse_with_the_failed_assertions_description() {
+        let template = Template::parse(
+            r#"
+Parameters:
+  Batch: { Type: Number, Default: 10 }
+  Window: { Type: Number, Default: 0 }
+  Fifo: { Type: String, Default: "false" }
+Rules:
+  SmallBatches:
+    RuleCondition: !Or [!Equals [!Ref Window, 0], !Equals [!Ref Fifo, "true"]]
+    Assertions:
+      - Assert: !Contains [[1, 2, 10], !Ref Batch]
+        AssertDescription: Batches above 10 need a window.
+  Always:
+    Assertions:
+      - Assert: !And [!Not [!Equals [!Ref Batch, 3]], !Equals [a, a]]
+        AssertDescription: Never 3.
+"#,
+        )
+        .expect("parse");
+        assert_eq!(template.check_rules(), Ok(()));
+        let with = |values: &[(&str, &str)]| {
+            template
+                .clone()
+                .with_parameters(values)
+                .expect("no declared limits")
+                .check_rules()
+        };
+        assert_eq!(with(&[("Batch", "20"), ("Window", "1")]), Ok(()));
+        let small = Err("rule SmallBatches: Batches above 10 need a window.".to_owned());
+        assert_eq!(with(&[("Batch", "20")]), small);
+        assert_eq!(
+            with(&[("Batch", "20"), ("Window", "1"), ("Fifo", "true")]),
+            small
+        );
+        assert_eq!(
+            with(&[("Batch", "3"), ("Window", "1")]),
+            Err("rule Always: Never 3.".to_owned())
+        );
+    }
+
+    #[test]
+    fn alarms_and_dead_letter_queues_resolve_their_references() {
+        let template = Template::parse(
+            r#"
+Resources:
+  Dlq: { Type: AWS::SQS::Queue }
+  FnDlq: { Type: AWS::SQS::Queue }
+  Q:
+    Type: AWS::SQS::Queue
+    Properties:
+      RedrivePolicy: { deadLetterTargetArn: !GetAtt Dlq.Arn, maxReceiveCount: 3 }
+  Fn:
+    Type: AWS::Serverless::Function
+    Metadata: { BuildProperties: { Binary: b } }
+    Properties:
+      DeadLetterQueue: { Type: SQS, TargetArn: !GetAtt FnDlq.Arn }
+  Topic: { Type: AWS::SNS::Topic }
+  Full:
+    Type: AWS::CloudWatch::Alarm
+    Properties:
+      Namespace: AWS/SQS
+      MetricName: ApproximateNumberOfMessagesVisible
+      Dimensions: [{ Name: QueueName, Value: !GetAtt Dlq.QueueName }]
+      Threshold: 0
+      AlarmActions: [!Ref Topic]
+  Silent:
+    Type: AWS::CloudWatch::Alarm
+    Properties: { Namespace: AWS/Lambda, MetricName: Errors, Threshold: 1.5 }
+"#,
+        )
+        .expect("parse");
+        assert_eq!(
+            template.dead_letter_queues(),
+            Ok(vec!["Dlq".to_owned(), "FnDlq".to_owned()])
+        );
+        let alarms = template.alarms().expect("alarms");
+        assert_eq!(
+            alarms[0],
+            Alarm {
+                logical_id: "Full".into(),
+                namespace: "AWS/SQS".into(),
+                metric: "ApproximateNumberOfMessagesVisible".into(),
+                dimensions: vec![("QueueName".into(), "Dlq".into())],
+                threshold: 0.0,
+                actions: vec!["Topic".into()],
+            }
+        );
+        assert!(alarms[1].actions.is_empty() && alarms[1].dimensions.is_empty());
+        assert_eq!(alarms[1].threshold, 1.5);
+    }
+
+    #[test]
+    fn find_in_map_looks_up_keys_given_by_parameters() {
+        let template = Template::parse(
+            r#"
+Parameters:
+  Window: { Type: Number, Default: 0, AllowedValues: [0, 60] }
+Mappings:
+  Visibility:
+    "0": { Seconds: 180 }
+    "60": { Seconds: 240 }
+Resources:
+  Q:
+    Type: AWS::SQS::Queue
+    Properties:
+      VisibilityTimeout: !FindInMap [Visibility, !Ref Window, Seconds]
+      MessageRetentionPeriod: 1209600
+"#,
+        )
+        .expect("parse");
+        let queue = |t: &Template| t.queues().expect("queues")[0].clone();
+        assert_eq!(queue(&template).visibility_timeout_s, 180);
+        assert_eq!(queue(&template).message_retention_s, 1_209_600);
+        let windowed = template
+            .with_parameters(&[("Window", "60")])
+            .expect("allowed");
+        assert_eq!(queue(&windowed).visibility_timeout_s, 240);
+        let missing = Template::parse(
+            "Resources:\n  Q:\n    Type: AWS::SQS::Queue\n    Properties:\n      VisibilityTimeout: !FindInMap [M, a, b]\n",
+        )
+        .expect("parse");
+        assert!(
+            missing
+                .queues()
+                .unwrap_err()
+                .contains("Mappings has no M.a.b")
         );
     }
 

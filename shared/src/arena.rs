@@ -16,13 +16,14 @@
 //! background thread are not reused by the handler's thread at all. [`start`]
 //! refuses all but mimalloc rather than promise what it cannot keep.
 //!
-//! The handler calls [`Prewarm::wait`] with a bound before its first heavy
-//! allocation: it returns at once if pre-warming is done, and never blocks
-//! longer than the bound.
+//! The handler awaits [`Prewarm::wait`] with a bound before its first heavy
+//! allocation: it returns at once if pre-warming is done, and never waits
+//! longer than the bound. The wait is asynchronous: the tokio thread it runs
+//! on serves other tasks meanwhile (the pre-warm thread wakes it when done).
 
 use crate::allocator::Policy;
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
+use tokio::sync::watch;
 
 /// Blocks are this large: the size class big analytics buffers fall in.
 pub const BLOCK: usize = 1 << 20;
@@ -43,8 +44,8 @@ pub struct Report {
 /// Pre-warming in progress (or done).
 #[derive(Debug)]
 pub struct Prewarm {
-    done: Receiver<Report>,
-    report: std::sync::OnceLock<Report>,
+    /// `None` until the pre-warm thread sends its report.
+    done: watch::Receiver<Option<Report>>,
 }
 
 /// Whether pre-warming reliably helps with the compiled-in allocator (see the module doc).
@@ -76,17 +77,20 @@ pub fn start(bytes: usize, policy: Policy) -> Result<Prewarm, NotStarted> {
     if policy != Policy::Keep {
         return Err(NotStarted::PromptPolicy);
     }
-    let (tx, done) = mpsc::channel();
+    spawn(move || prefault(bytes))
+}
+
+/// Run `work` on the pre-warm thread.
+fn spawn(work: impl FnOnce() -> Report + Send + 'static) -> Result<Prewarm, NotStarted> {
+    let (tx, done) = watch::channel(None);
     std::thread::Builder::new()
         .name("arena-prewarm".into())
         .spawn(move || {
-            let _ = tx.send(prefault(bytes));
+            // No receiver left is no error: nobody waits any more.
+            let _ = tx.send(Some(work()));
         })
         .map_err(|e| NotStarted::Thread(e.to_string()))?;
-    Ok(Prewarm {
-        done,
-        report: std::sync::OnceLock::new(),
-    })
+    Ok(Prewarm { done })
 }
 
 /// Allocate, touch and free `bytes` on this thread.
@@ -116,18 +120,16 @@ pub fn prefault(bytes: usize) -> Report {
 }
 
 impl Prewarm {
-    /// Wait at most `bound` for pre-warming to finish. Returns its report if it
-    /// finished (now or earlier), `None` if the bound passed first. Never
-    /// blocks longer than `bound`, never deadlocks (the thread only allocates).
-    pub fn wait(&self, bound: Duration) -> Option<Report> {
-        if let Some(report) = self.report.get() {
-            return Some(*report);
-        }
-        match self.done.recv_timeout(bound) {
-            Ok(report) => Some(*self.report.get_or_init(|| report)),
-            Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => {
-                self.report.get().copied()
-            }
+    /// Wait at most `bound` for pre-warming to finish, without blocking the
+    /// thread (needs a tokio runtime with time enabled, as Lambda's is).
+    /// Returns its report if it finished (now or earlier), `None` if the bound
+    /// passed first or the pre-warm thread ended without a report.
+    pub async fn wait(&self, bound: Duration) -> Option<Report> {
+        let mut done = self.done.clone();
+        // `wait_for` answers at once when the report is already there.
+        match tokio::time::timeout(bound, done.wait_for(Option::is_some)).await {
+            Ok(Ok(report)) => *report,
+            Ok(Err(_)) | Err(_) => *self.done.borrow(),
         }
     }
 }
@@ -138,9 +140,33 @@ pub fn default_bytes(memory_mb: u64) -> usize {
     usize::try_from(quarter.min(1 << 30)).unwrap_or(1 << 30)
 }
 
+/// The largest arena, in MiB, for a function of `memory_mb`: half of it. The
+/// pre-faulted pages stay resident (the allocator keeps them for reuse) beside
+/// what the runtime, the SDK client and the cold-start warm-up hold at the
+/// same time; an arena the size of the memory would end the process at its
+/// limit before the first invocation.
+pub fn max_mib(memory_mb: u64) -> u64 {
+    memory_mb / 2
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A pre-warm that finishes when the returned sender sends or is dropped.
+    fn held() -> (std::sync::mpsc::Sender<()>, Prewarm) {
+        let (release, released) = std::sync::mpsc::channel::<()>();
+        let prewarm = spawn(move || {
+            let _ = released.recv();
+            Report {
+                bytes: 0,
+                took: Duration::ZERO,
+                minor_faults: 0,
+            }
+        })
+        .expect("thread");
+        (release, prewarm)
+    }
 
     #[test]
     fn prompt_policy_or_unsupported_allocator_refuses() {
@@ -152,23 +178,54 @@ mod tests {
         assert_eq!(start(BLOCK, Policy::Prompt).err(), Some(expected));
     }
 
-    #[test]
-    fn wait_is_bounded_and_remembers_the_report() {
+    #[tokio::test(start_paused = true)]
+    async fn waiting_leaves_the_runtime_free_and_is_bounded() {
+        // One thread runs every task: a blocking wait would stop the ticker.
+        let (release, prewarm) = held();
+        let ticker = tokio::spawn(async {
+            for _ in 0..50 {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        });
+        let started = tokio::time::Instant::now();
+        assert_eq!(prewarm.wait(Duration::from_secs(1)).await, None);
+        assert_eq!(started.elapsed(), Duration::from_secs(1));
+        assert!(
+            ticker.is_finished(),
+            "another task ran while the wait was pending"
+        );
+        drop(release);
+    }
+
+    #[tokio::test]
+    async fn a_finished_prewarm_is_reported_and_remembered() {
+        let (release, prewarm) = held();
+        release.send(()).expect("the pre-warm thread waits");
+        let report = prewarm.wait(Duration::from_secs(30)).await;
+        assert!(report.is_some());
+        // Asked again with no time to wait: the report is already there.
+        assert_eq!(prewarm.wait(Duration::ZERO).await, report);
+    }
+
+    #[tokio::test]
+    async fn a_real_prewarm_reports_its_bytes() {
         if !SUPPORTED {
             return;
         }
         let prewarm = start(8 * BLOCK, Policy::Keep).expect("start");
-        let report = prewarm.wait(Duration::from_secs(30)).expect("finishes");
+        let report = prewarm
+            .wait(Duration::from_secs(30))
+            .await
+            .expect("finishes");
         assert_eq!(report.bytes, 8 * BLOCK);
-        // Asking again answers at once from the remembered report.
-        let again = Instant::now();
-        assert_eq!(prewarm.wait(Duration::from_secs(30)), Some(report));
-        assert!(again.elapsed() < Duration::from_secs(1));
     }
 
     #[test]
-    fn default_size_is_a_bounded_quarter() {
+    fn default_size_is_a_bounded_quarter_and_the_largest_is_half() {
         assert_eq!(default_bytes(1024), 256 << 20);
         assert_eq!(default_bytes(10_240), 1 << 30);
+        assert_eq!(default_bytes(32_768), 1 << 30);
+        assert_eq!(max_mib(1024), 512);
+        assert_eq!(max_mib(129), 64);
     }
 }

@@ -15,6 +15,9 @@ pub mod attr {
     pub const CREATED_AT: &str = "created_at";
     pub const CREATED_AT_MS: &str = "created_at_ms";
     pub const CONTENT_HASH: &str = "content_hash";
+    /// The version of the canonical form `content_hash` was computed from
+    /// (absent on items of the first release: version 0).
+    pub const HASH_VERSION: &str = "hash_version";
 }
 
 /// Identifier length limit (order, customer, SKU), in bytes.

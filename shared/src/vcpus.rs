@@ -6,23 +6,33 @@
 //!
 //! 1. the Lambda share from `AWS_LAMBDA_FUNCTION_MEMORY_SIZE` (rounded up: at
 //!    1,770 MB a function gets a sliver more than one vCPU and a second thread
-//!    can use it),
+//!    can use it), up to 10,240 MB only,
 //! 2. the cgroup CPU quota (v2 `cpu.max`, v1 `cpu.cfs_quota_us / cpu.cfs_period_us`,
 //!    rounded up),
 //! 3. `std::thread::available_parallelism`,
 //!
 //! unless `WORKER_COUNT` is set, which overrides all three. Ties are decided in
 //! that order. Every value is validated: a bad one is a [`ConfigError`].
+//!
+//! Memory above 10,240 MB (up to 32,768 MB) exists only on Lambda Managed
+//! Instances, where a function's vCPUs follow the capacity provider's memory
+//! per vCPU (2 to 8 GiB), not the 1,769 MB rule: there the memory is no input,
+//! and the cgroup quota and the cores decide. A Managed Instances function of
+//! 10,240 MB or less cannot be told apart by its memory and is read by the
+//! rule, which may not match its vCPUs: set `WORKER_COUNT` there.
 
 use crate::config::{ConfigError, Env, parse_in_range};
 use std::fmt;
 
 /// Memory that buys one vCPU's worth of CPU time on Lambda.
 pub const MB_PER_VCPU: u64 = 1_769;
-/// Most vCPUs a Lambda function gets (at 10,240 MB).
+/// Most vCPUs a Lambda function gets by the 1,769 MB rule (at 10,240 MB).
 pub const MAX_LAMBDA_VCPUS: usize = 6;
-/// Lambda's memory range in MB.
-pub const LAMBDA_MEMORY_MB: std::ops::RangeInclusive<u64> = 128..=10_240;
+/// Largest memory the 1,769 MB rule covers; above it, only Lambda Managed
+/// Instances, whose vCPUs do not follow memory.
+pub const MAX_RULE_MEMORY_MB: u64 = 10_240;
+/// Lambda's memory range in MB (above 10,240 MB on Lambda Managed Instances only).
+pub const LAMBDA_MEMORY_MB: std::ops::RangeInclusive<u64> = 128..=32_768;
 /// Upper bound for `WORKER_COUNT`: more threads than this is a typo, not a plan.
 pub const MAX_WORKERS: u64 = 256;
 
@@ -83,14 +93,15 @@ pub struct Vcpus {
     /// Threads to run CPU-bound work on.
     pub workers: usize,
     /// The CPU time the function can use, in vCPUs, not rounded: the smallest
-    /// of the Lambda share (memory / 1,769 MB, at most 6), the cgroup quota and
-    /// `available_parallelism`. `workers` rounds the share up (1,800 MB: 1.02
+    /// of the Lambda share (memory / 1,769 MB, at most 6; none above 10,240 MB),
+    /// the cgroup quota and `available_parallelism`. `workers` rounds the share up (1,800 MB: 1.02
     /// vCPUs, 2 workers); estimates of how long CPU-bound work takes use this.
     /// `WORKER_COUNT` changes the workers, not the share.
     pub share: f64,
     /// The input that decided `workers`.
     pub decided_by: Source,
-    /// The Lambda share, if the memory size was set.
+    /// The Lambda share, if the memory size was set and the 1,769 MB rule
+    /// covers it (at most 10,240 MB).
     pub lambda_share: Option<usize>,
     /// The cgroup quota in whole CPUs (rounded up), if limited.
     pub cgroup_quota: Option<usize>,
@@ -98,10 +109,12 @@ pub struct Vcpus {
     pub available: usize,
 }
 
-/// vCPUs Lambda grants for `memory_mb`: one per 1,769 MB, rounded up, 1 to 6.
-pub fn lambda_share(memory_mb: u64) -> usize {
+/// vCPUs Lambda grants for `memory_mb`: one per 1,769 MB, rounded up, 1 to 6;
+/// `None` above [`MAX_RULE_MEMORY_MB`], where memory does not decide.
+pub fn lambda_share(memory_mb: u64) -> Option<usize> {
     let share = memory_mb.div_ceil(MB_PER_VCPU).max(1);
-    usize::try_from(share).map_or(MAX_LAMBDA_VCPUS, |s| s.min(MAX_LAMBDA_VCPUS))
+    (memory_mb <= MAX_RULE_MEMORY_MB)
+        .then(|| usize::try_from(share).map_or(MAX_LAMBDA_VCPUS, |s| s.min(MAX_LAMBDA_VCPUS)))
 }
 
 /// Whole CPUs allowed by a quota of `quota` per `period` (rounded up, at least 1).
@@ -109,9 +122,11 @@ fn cpus_for_quota(quota: u64, period: u64) -> usize {
     usize::try_from(quota.div_ceil(period).max(1)).unwrap_or(usize::MAX)
 }
 
-/// The unrounded Lambda share for `memory_mb`: memory / 1,769 MB, at most 6.
-fn lambda_fraction(memory_mb: u64) -> f64 {
-    (memory_mb as f64 / MB_PER_VCPU as f64).min(MAX_LAMBDA_VCPUS as f64)
+/// The unrounded Lambda share for `memory_mb`: memory / 1,769 MB, at most 6;
+/// `None` above [`MAX_RULE_MEMORY_MB`].
+fn lambda_fraction(memory_mb: u64) -> Option<f64> {
+    (memory_mb <= MAX_RULE_MEMORY_MB)
+        .then(|| (memory_mb as f64 / MB_PER_VCPU as f64).min(MAX_LAMBDA_VCPUS as f64))
 }
 
 /// CPUs allowed by the cgroup, unrounded (`None`: no quota).
@@ -204,7 +219,7 @@ pub fn detect(inputs: &Inputs) -> Result<Vcpus, ConfigError> {
         .as_deref()
         .map(|raw| parse_in_range("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", raw, LAMBDA_MEMORY_MB))
         .transpose()?;
-    let lambda_share = memory_mb.map(lambda_share);
+    let lambda_share = memory_mb.and_then(lambda_share);
     let cgroup_quota = match &inputs.cgroup {
         Cgroup::Absent => None,
         Cgroup::V2 { cpu_max } => parse_cpu_max(cpu_max)?,
@@ -236,7 +251,7 @@ pub fn detect(inputs: &Inputs) -> Result<Vcpus, ConfigError> {
     };
     // The cgroup files were validated above, so a fraction exists when a quota does.
     let share = [
-        memory_mb.map(lambda_fraction),
+        memory_mb.and_then(lambda_fraction),
         cgroup_fraction(&inputs.cgroup),
         Some(available as f64),
     ]
@@ -322,8 +337,9 @@ mod tests {
             (8_846, 6),
             (10_240, 6),
         ] {
-            assert_eq!(lambda_share(mb), vcpus, "{mb} MB");
+            assert_eq!(lambda_share(mb), Some(vcpus), "{mb} MB");
         }
+        assert_eq!(lambda_share(10_241), None);
     }
 
     #[test]
@@ -409,6 +425,33 @@ mod tests {
     }
 
     #[test]
+    fn managed_instances_memory_is_accepted_and_the_cgroup_and_cores_decide() {
+        // 32,768 MB is Lambda's largest memory (on Lambda Managed Instances).
+        let v = detect(&inputs(Some("32768"), Cgroup::Absent, 8)).unwrap();
+        assert_eq!(
+            (v.workers, v.decided_by, v.lambda_share, v.share),
+            (8, Source::AvailableParallelism, None, 8.0)
+        );
+        // 16,384 MB: the 1,769 MB rule does not apply; the quota decides.
+        let v = detect(&inputs(Some("16384"), v2("250000 100000"), 16)).unwrap();
+        assert_eq!(
+            (v.workers, v.decided_by, v.lambda_share, v.share),
+            (3, Source::CgroupQuota, None, 2.5)
+        );
+        let v = detect(&inputs(Some("16384"), v1("-1", "100000"), 4)).unwrap();
+        assert_eq!(
+            (v.workers, v.decided_by, v.lambda_share, v.share),
+            (4, Source::AvailableParallelism, None, 4.0)
+        );
+        // Up to 10,240 MB the rule still holds.
+        let v = detect(&inputs(Some("10240"), Cgroup::Absent, 64)).unwrap();
+        assert_eq!((v.workers, v.lambda_share), (6, Some(6)));
+        let err = detect(&inputs(Some("32769"), Cgroup::Absent, 8)).unwrap_err();
+        assert_eq!(err.setting, "AWS_LAMBDA_FUNCTION_MEMORY_SIZE");
+        assert!(err.reason.contains("32768"), "{err}");
+    }
+
+    #[test]
     fn override_wins_over_everything() {
         let mut i = inputs(Some("128"), v2("100000 100000"), 1);
         i.worker_count = Some("12".into());
@@ -424,7 +467,7 @@ mod tests {
             let err = detect(&i).unwrap_err();
             assert_eq!(err.setting, "WORKER_COUNT", "{bad:?}");
         }
-        for bad in ["0", "127", "10241", "-128", "lots", "1e3"] {
+        for bad in ["0", "127", "32769", "-128", "lots", "1e3"] {
             let err = detect(&inputs(Some(bad), Cgroup::Absent, 2)).unwrap_err();
             assert_eq!(err.setting, "AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "{bad:?}");
         }

@@ -29,8 +29,12 @@ fn child_variant() {
     allocator::apply(Policy::Keep).expect("policy");
     if variant == "prewarm" {
         let prewarm = arena::start(WORKLOAD * 2, Policy::Keep).expect("start");
-        prewarm
-            .wait(Duration::from_secs(60))
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .expect("runtime");
+        runtime
+            .block_on(prewarm.wait(Duration::from_secs(60)))
             .expect("pre-warm finished");
     }
     println!("FAULTS={}", workload_faults());

@@ -11,9 +11,11 @@
 //!
 //! Knobs to misbehave, set when building: [`fail_first`](MemoryOrders::fail_first)
 //! (throttling, say), [`fail_order`](MemoryOrders::fail_order),
-//! [`panic_on`](MemoryOrders::panic_on) and [`delay`](MemoryOrders::delay)
-//! (a `tokio::time::sleep`, so tests with paused time do not wait). A call
-//! counts first, then waits, then panics or fails if told to, in that order.
+//! [`panic_on`](MemoryOrders::panic_on), [`delay`](MemoryOrders::delay)
+//! (a `tokio::time::sleep`, so tests with paused time do not wait) and
+//! [`hang_first`](MemoryOrders::hang_first) (a request nobody answers). A call
+//! counts first, then hangs or waits, then panics or fails if told to, in that
+//! order.
 
 use order_processor::order::ValidOrder;
 use order_processor::store::{OrderStore, PutOutcome, StoreError};
@@ -38,6 +40,8 @@ pub struct MemoryOrders {
     panicking_orders: HashSet<String>,
     /// Wait this long in every call (zero: no wait, not even a yield).
     delay: Duration,
+    /// Calls still to never answer.
+    hangs_left: AtomicUsize,
 }
 
 impl Default for MemoryOrders {
@@ -65,6 +69,7 @@ impl MemoryOrders {
             failing_orders: HashMap::new(),
             panicking_orders: HashSet::new(),
             delay: Duration::ZERO,
+            hangs_left: AtomicUsize::new(0),
         }
     }
 
@@ -92,6 +97,14 @@ impl MemoryOrders {
     /// Every call waits `delay` (`tokio::time::sleep`) before answering.
     pub fn delay(mut self, delay: Duration) -> Self {
         self.delay = delay;
+        self
+    }
+
+    /// The first `calls` calls never answer (`std::future::pending`), like a
+    /// request on a connection the server stopped reading; the caller must
+    /// give up on them.
+    pub fn hang_first(mut self, calls: usize) -> Self {
+        self.hangs_left = AtomicUsize::new(calls);
         self
     }
 
@@ -132,6 +145,13 @@ impl MemoryOrders {
 impl OrderStore for MemoryOrders {
     async fn put_order(&self, order: &ValidOrder) -> Result<PutOutcome, StoreError> {
         self.calls.fetch_add(1, Ordering::SeqCst);
+        let hang = self
+            .hangs_left
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+            .is_ok();
+        if hang {
+            std::future::pending::<()>().await;
+        }
         if !self.delay.is_zero() {
             tokio::time::sleep(self.delay).await;
         }
@@ -246,6 +266,18 @@ mod tests {
             block_on(store.put_order(&valid(2))),
             Ok(PutOutcome::Written)
         );
+    }
+
+    #[test]
+    fn the_first_calls_never_answer() {
+        let store = MemoryOrders::new().hang_first(1);
+        block_on(async {
+            let order = valid(1);
+            let first = tokio::time::timeout(Duration::from_millis(20), store.put_order(&order));
+            assert!(first.await.is_err(), "the first call never answers");
+            assert_eq!(store.put_order(&valid(1)).await, Ok(PutOutcome::Written));
+        });
+        assert_eq!(store.calls(), 2);
     }
 
     #[test]

@@ -3,9 +3,10 @@
 //! `template.yaml`, on free loopback ports. Everything started is stopped on
 //! drop, also when a test fails.
 
-use local_stack::elasticmq::{LocalQueue, depth, send, take_all};
+use local_stack::elasticmq::{LocalQueue, depth, send, take_all, with_queue_urls};
 use local_stack::emulator::Emulator;
 pub use local_stack::emulator::init_duration_ms;
+use local_stack::local_aws::NO_SERVER;
 use local_stack::template::{Function, SqsSource, Template};
 pub use local_stack::workspace_root;
 use std::path::{Path, PathBuf};
@@ -56,13 +57,31 @@ pub fn binary(name: &str) -> PathBuf {
     path
 }
 
-/// The function declared in `template.yaml` with this binary.
+/// The function declared in `template.yaml` with this binary. Its queue
+/// references (`!Ref` of a queue) are URLs of queues where nothing listens.
 pub fn function(name: &str) -> Function {
-    template().function(name).unwrap_or_else(|e| panic!("{e}"))
+    declared(&template(), name, NO_SERVER)
+}
+
+/// The function declared in `template` with this binary, its queue
+/// references the URLs of those queues on the ElasticMQ at `sqs`.
+fn declared(template: &Template, name: &str, sqs: &str) -> Function {
+    let mut function = template.function(name).unwrap_or_else(|e| panic!("{e}"));
+    let queues = template.queues().unwrap_or_else(|e| panic!("{e}"));
+    function.env = with_queue_urls(&function.env, &queues, sqs);
+    function
 }
 
 /// Start `name` under the emulator, as the template declares it, with `env` on top.
 pub fn start(name: &str, env: &[(&str, &str)]) -> Emulator {
+    start_from(&template(), name, env)
+}
+
+/// Start `name` under the emulator, as `template` declares it, with `env` on
+/// top. Its queue references name the queues of the ElasticMQ at `env`'s
+/// `AWS_ENDPOINT_URL_SQS` (see [`LocalQueues::env`]); without one, queues
+/// where nothing listens, so that a send fails at once.
+pub fn start_from(template: &Template, name: &str, env: &[(&str, &str)]) -> Emulator {
     static RUN: AtomicUsize = AtomicUsize::new(0);
     let rie = local_stack::tools::emulator().unwrap_or_else(|e| panic!("{e}"));
     let logs = workspace_root().join("target").join("e2e-logs");
@@ -72,8 +91,18 @@ pub fn start(name: &str, env: &[(&str, &str)]) -> Emulator {
         std::process::id(),
         RUN.fetch_add(1, Ordering::Relaxed)
     ));
-    Emulator::start(&rie, &binary(name), &function(name), env, &log)
-        .unwrap_or_else(|e| panic!("{e}"))
+    let sqs = env
+        .iter()
+        .find(|(key, _)| *key == "AWS_ENDPOINT_URL_SQS")
+        .map_or(NO_SERVER, |(_, url)| *url);
+    Emulator::start(
+        &rie,
+        &binary(name),
+        &declared(template, name, sqs),
+        env,
+        &log,
+    )
+    .unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// The sample events of a function: every file in `events/<name>/`.
@@ -115,7 +144,8 @@ pub fn sample_records(range: std::ops::Range<u64>) -> Vec<aws_lambda_events::sqs
     testkit::orders::records(range, testkit::orders::body)
 }
 
-/// Every item of a local table as `order_id -> content_hash`, by paginated scan.
+/// Every item of a local table as `order_id -> content_hash`, by paginated
+/// scan; each item's hash must be of the current `hash_version`.
 pub async fn stored_hashes(
     client: &aws_sdk_dynamodb::Client,
     table: &str,
@@ -135,6 +165,13 @@ pub async fn stored_hashes(
             Some(AttributeValue::S(s)) => s.clone(),
             other => panic!("{key} is {other:?}"),
         };
+        let version = order_processor::order::content_hash::HASH_VERSION.to_string();
+        assert_eq!(
+            item.get("hash_version"),
+            Some(&AttributeValue::N(version)),
+            "{}",
+            text("order_id")
+        );
         let previous = items.insert(text("order_id"), text("content_hash"));
         assert!(previous.is_none(), "a scan returned an order twice");
     }
@@ -248,24 +285,39 @@ pub struct LocalQueues {
     pub client: aws_sdk_sqs::Client,
     /// The queues, dead-letter queues first.
     pub queues: Vec<local_stack::elasticmq::LocalQueue>,
+    endpoint: String,
 }
 
 impl LocalQueues {
-    /// Start ElasticMQ and create the template's queues.
+    /// Start ElasticMQ and create the queues of `template.yaml`.
     pub async fn start(visibility_timeout_s: u32) -> Self {
+        Self::start_from(&template(), visibility_timeout_s).await
+    }
+
+    /// Start ElasticMQ and create the queues of `template` (e.g. with other
+    /// parameter values).
+    pub async fn start_from(template: &Template, visibility_timeout_s: u32) -> Self {
         let server =
             local_stack::elasticmq::ElasticMq::start(&scratch("elasticmq").with_extension("log"))
                 .unwrap_or_else(|e| panic!("{e}"));
         let client = server.client();
         let queues =
-            local_stack::elasticmq::create_queues(&template(), &client, Some(visibility_timeout_s))
+            local_stack::elasticmq::create_queues(template, &client, Some(visibility_timeout_s))
                 .await
                 .unwrap_or_else(|e| panic!("{e}"));
+        let endpoint = server.endpoint();
         Self {
             server,
             client,
             queues,
+            endpoint,
         }
+    }
+
+    /// Environment variables for a function using this server (with
+    /// [`start_from`], its queue references then name these queues).
+    pub fn env(&self) -> Vec<(&str, &str)> {
+        vec![("AWS_ENDPOINT_URL_SQS", &self.endpoint)]
     }
 
     /// The queue with this logical id.
@@ -308,9 +360,10 @@ pub fn order_source(template: &Template) -> SqsSource {
 }
 
 /// DynamoDB Local (its database in the folder `db_path`, else in memory) with
-/// the template's tables, and ElasticMQ with the template's queues (visibility
-/// timeout `visibility_timeout_s`), started side by side.
+/// the template's tables, and ElasticMQ with the queues of `template`
+/// (visibility timeout `visibility_timeout_s`), started side by side.
 pub async fn servers(
+    template: &Template,
     db_path: Option<PathBuf>,
     visibility_timeout_s: u32,
 ) -> (LocalDynamoDb, LocalQueues) {
@@ -320,7 +373,9 @@ pub async fn servers(
             None => LocalDynamoDb::start().await,
         }
     });
-    let queues = tokio::spawn(LocalQueues::start(visibility_timeout_s));
+    let template = template.clone();
+    let queues =
+        tokio::spawn(async move { LocalQueues::start_from(&template, visibility_timeout_s).await });
     let (dynamodb, queues) = tokio::join!(dynamodb, queues);
     (
         dynamodb.expect("DynamoDB Local"),
@@ -328,9 +383,20 @@ pub async fn servers(
     )
 }
 
+/// The environment of a function using both servers.
+pub fn servers_env<'a>(
+    dynamodb: &'a LocalDynamoDb,
+    queues: &'a LocalQueues,
+) -> Vec<(&'a str, &'a str)> {
+    let mut env = dynamodb.env();
+    env.extend(queues.env());
+    env
+}
+
 /// The end every run of orders through the queue must reach: each valid order
 /// stored exactly once with the content sent, exactly the invalid bodies
-/// dead-lettered (so no valid order there), the order queue empty.
+/// dead-lettered (so no valid order there), each with its failure class, the
+/// order queue empty.
 pub async fn assert_reconciled(
     table: &aws_sdk_dynamodb::Client,
     queues: &LocalQueues,
@@ -353,9 +419,26 @@ pub async fn assert_reconciled(
             .filter(|(k, v)| stored.get(*k).is_some_and(|s| s != *v))
             .count()
     );
-    let mut dead = take_all(&queues.client, &dead_letters.url)
+    let letters = take_all(&queues.client, &dead_letters.url)
         .await
         .expect("dead letters");
+    let class = order_processor::dead_letter::attr::FAILURE_CLASS;
+    for letter in &letters {
+        let body = letter.body().unwrap_or_default();
+        let expected = order_processor::order::parse(body).err().map(|e| e.class());
+        assert_eq!(
+            letter
+                .message_attributes()
+                .and_then(|a| a.get(class))
+                .and_then(|v| v.string_value()),
+            expected,
+            "the class of a dead letter: {body:.80}"
+        );
+    }
+    let mut dead: Vec<String> = letters
+        .into_iter()
+        .map(|m| m.body.unwrap_or_default())
+        .collect();
     let mut expected_dead = invalid.to_vec();
     dead.sort();
     expected_dead.sort();

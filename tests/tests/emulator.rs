@@ -97,12 +97,12 @@ fn sample_orders() -> Vec<ValidOrder> {
         .collect()
 }
 
-/// Per group of `group_by` ("customer", "day" or "currency"): the count and the
-/// sum of `total_cents` of `orders`, computed without Arrow.
+/// Per group of `group_by` ("customer", "day" or "currency") and currency: the
+/// count and the sum of `total_cents` of `orders`, computed without Arrow.
 fn reference_groups<'a>(
     orders: impl Iterator<Item = &'a ValidOrder>,
     group_by: &str,
-) -> BTreeMap<String, (u64, u64)> {
+) -> BTreeMap<(String, String), (u64, u64)> {
     let mut groups = BTreeMap::new();
     for o in orders {
         let key = match group_by {
@@ -111,7 +111,9 @@ fn reference_groups<'a>(
             "day" => utc_day(o.created_at_ms),
             other => panic!("unknown group_by {other}"),
         };
-        let entry = groups.entry(key).or_insert((0, 0));
+        let entry = groups
+            .entry((key, o.order.currency.clone()))
+            .or_insert((0, 0));
         entry.0 += 1;
         entry.1 += o.order.total_cents;
     }
@@ -208,14 +210,18 @@ fn check_answer(name: &str, payload: &str, body: &Value, written: &[ValidOrder])
                 .filter(|o| day.is_none_or(|d| utc_day(o.created_at_ms) == d));
             let group_by = body["query"]["group_by"].as_str().expect("query.group_by");
             let expected = reference_groups(matched, group_by);
-            let reported: BTreeMap<String, (u64, u64)> = body["groups"]
+            let reported: BTreeMap<(String, String), (u64, u64)> = body["groups"]
                 .as_array()
                 .expect("groups")
                 .iter()
-                .map(|g| {
-                    let key = g["key"].as_str().expect("key").to_owned();
-                    let count = g["count"].as_u64().expect("count");
-                    (key, (count, g["total_cents"]["sum"].as_u64().expect("sum")))
+                .flat_map(|g| {
+                    let key = g["key"].as_str().expect("key");
+                    g["money"].as_array().expect("money").iter().map(move |m| {
+                        let currency = m["currency"].as_str().expect("currency");
+                        let count = m["count"].as_u64().expect("count");
+                        let sum = m["total_cents"]["sum"].as_u64().expect("sum");
+                        ((key.to_owned(), currency.to_owned()), (count, sum))
+                    })
                 })
                 .collect();
             assert_eq!(reported, expected, "{body}");

@@ -9,6 +9,7 @@ use order_processor::handler::{Handler, Outcome};
 use shared::invocation::Deadline;
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
+use testkit::dead_letters::{self, MemoryDeadLetters};
 
 const TABLE: &str = "OrdersTable";
 
@@ -19,10 +20,15 @@ async fn create_tables(ddb: &DynamoDbLocal) {
     assert_eq!(created, [TABLE, "ReportsTable"]);
 }
 
-fn handler(endpoint: &str) -> Handler<DynamoStore> {
-    let config = Config::from_env(&[("TABLE_NAME", TABLE)]).expect("config");
+fn handler(endpoint: &str) -> Handler<DynamoStore, MemoryDeadLetters> {
+    let config = Config::from_env(&[
+        ("TABLE_NAME", TABLE),
+        ("DEAD_LETTER_QUEUE_URL", dead_letters::QUEUE_URL),
+    ])
+    .expect("config");
     Handler::new(
         DynamoStore::new(dynamodb_local::client(endpoint), TABLE),
+        MemoryDeadLetters::new(),
         &config,
     )
 }
@@ -144,4 +150,63 @@ async fn an_outage_fails_exactly_the_affected_messages_and_replay_completes_the_
         expected_hashes(0..1_000),
         "no loss, no duplicate, same content"
     );
+}
+
+/// An order stored by the first release (no `hash_version`, the version 0
+/// hash) is recognised when delivered again; one stored with a version this
+/// release does not know is a conflict, never overwritten.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stored_items_are_compared_in_their_own_hash_version() {
+    use aws_sdk_dynamodb::types::AttributeValue;
+    use order_processor::order::content_hash;
+    use shared::orders::attr;
+    let ddb = DynamoDbLocal::start(&scratch("dynamodb-hash-version").with_extension("log"))
+        .expect("DynamoDB Local");
+    create_tables(&ddb).await;
+    let records = sample_records(0..2);
+    let orders: Vec<_> = (0..2)
+        .map(|n| order_processor::order::validate(testkit::orders::order(n)).expect("valid"))
+        .collect();
+    let v0 = content_hash::hash(&orders[0].order, orders[0].created_at_ms, 0).expect("v0");
+    let mut first_release = order_processor::dynamodb::item(&orders[0]);
+    first_release.remove(attr::HASH_VERSION);
+    first_release.insert(attr::CONTENT_HASH.into(), AttributeValue::S(hex(&v0)));
+    let mut newer = order_processor::dynamodb::item(&orders[1]);
+    newer.insert(attr::HASH_VERSION.into(), AttributeValue::N("99".into()));
+    for item in [first_release, newer.clone()] {
+        ddb.client()
+            .put_item()
+            .table_name(TABLE)
+            .set_item(Some(item))
+            .send()
+            .await
+            .expect("put");
+    }
+    let report = handler(&ddb.endpoint())
+        .process(&records, within(20))
+        .await
+        .expect("report");
+    assert_eq!(report.outcomes[0].1, Outcome::AlreadyStored, "{report:?}");
+    assert!(
+        matches!(&report.outcomes[1].1, Outcome::DeadLettered(f) if f.class() == "conflict"),
+        "{report:?}"
+    );
+    let stored = ddb
+        .client()
+        .get_item()
+        .table_name(TABLE)
+        .key(
+            attr::ORDER_ID,
+            AttributeValue::S(orders[1].order.order_id.clone()),
+        )
+        .send()
+        .await
+        .expect("get")
+        .item
+        .expect("item");
+    assert_eq!(stored, newer, "not overwritten");
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }

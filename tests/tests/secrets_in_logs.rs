@@ -8,12 +8,15 @@ use e2e::{LocalDynamoDb, start};
 use local_stack::emulator::Emulator;
 use serde_json::{Value, json};
 
-/// Distinctive passwords, each with a part that alone would show a leak.
-const PASSWORDS: [(&str, &str); 4] = [
+/// Distinctive passwords, each with a part that alone would show a leak. The
+/// last is shaped like a field name (word characters only), as a caller who
+/// sends a password as a key would.
+const PASSWORDS: [(&str, &str); 5] = [
     ("correct horse battery staple 7f3a", "battery staple"),
     ("Tr0ub4dor&3 the second 7f3a", "Tr0ub4dor"),
     ("pässwörd mit ümlauten 7f3a", "mit ümlauten"),
     ("quote\" back\\slash tab\t 7f3a", "back\\slash"),
+    ("hunter2_as_a_key_7f3a", "as_a_key"),
 ];
 /// In every order's customer id: an order's content shows as this.
 const ORDER_MARKER: &str = "ordmark9q";
@@ -108,10 +111,18 @@ fn password_hasher_at_trace() {
         {"password": PASSWORDS[1].0, "hash": hashes[0]},
         {"password": PASSWORDS[2].0, "hash": "$2b$04$malformed"},
         {"password": PASSWORDS[3].0, "hash": PASSWORDS[3].0},
+        // Refused per item, the rest of the batch answered.
+        {"password": format!("{}{}", PASSWORDS[4].0, "x".repeat(72)), "hash": hashes[4]},
+        {"password": format!("{}\u{0}", PASSWORDS[4].0), "hash": hashes[4]},
+        {"password": PASSWORDS[4].0, "hash": hashes[4]},
     ]});
     let verified = invoke(&emulator, &verify);
     assert!(
         verified.contains(r#"{"valid":true},{"valid":false}"#),
+        "{verified}"
+    );
+    assert!(
+        verified.contains(r#"{"error":"password contains a NUL byte"},{"valid":true}]"#),
         "{verified}"
     );
     answers.push(verified);
@@ -131,6 +142,10 @@ fn password_hasher_at_trace() {
         json!({"operation": "verify", "items": [{"password": PASSWORDS[0].0, "hash": 7}]}),
         json!({"operation": "verify", "items": [{"password": [PASSWORDS[1].0], "hash": "x"}]}),
         json!({"operation": "hash", "cost": 14, "passwords": vec![PASSWORDS[2].0; 1_000]}),
+        // Passwords sent as keys: no error names a caller's key.
+        json!({"operation": "hash", "cost": 4, "passwords": ["x"], PASSWORDS[4].0: 1}),
+        json!({"operation": "verify", "items": [{"password": "x", "hash": "y", PASSWORDS[4].0: 1}]}),
+        json!({PASSWORDS[4].0: "hash"}),
     ];
     for request in &refused {
         let answer = invoke(&emulator, request);
@@ -149,6 +164,19 @@ fn password_hasher_at_trace() {
     assert!(answer.body.contains("errorType"), "{}", answer.body);
     answers.push(answer.body);
     answers.push(invoke(&emulator, &url_event(&truncated, true)));
+    // Not JSON under a key that is a password: the runtime's reason for
+    // refusing it must not name the key either.
+    for key in [PASSWORDS[0].0, PASSWORDS[4].0] {
+        let key = serde_json::to_string(key).expect("key");
+        let invalid_utf8 = [format!("{{{key}: \"").as_bytes(), b"\xff\"}"].concat();
+        let too_deep = format!("{{{key}: {}{}}}", "[".repeat(200), "]".repeat(200));
+        let truncated = format!("{{\"operation\": \"hash\", {key}: [1, ");
+        for payload in [invalid_utf8, too_deep.into_bytes(), truncated.into_bytes()] {
+            let answer = emulator.invoke(&payload).expect("invoke");
+            assert!(answer.body.contains("errorType"), "{}", answer.body);
+            answers.push(answer.body);
+        }
+    }
     let logs = emulator.logs();
     assert!(
         logs.contains(r#""level":"TRACE""#),

@@ -1,6 +1,8 @@
-//! `template.yaml` grants no more than it needs and passes checkov. (cfn-lint
-//! runs in the suite as `sam validate --lint`.)
+//! `template.yaml` grants no more than it needs, passes checkov, and every
+//! alarm notifies someone. (cfn-lint runs in the suite as `sam validate
+//! --lint`; parameter combinations are walked in `template_parameters.rs`.)
 
+use local_stack::template::Template;
 use local_stack::{checkov, least_privilege, workspace_root};
 
 #[test]
@@ -29,4 +31,70 @@ fn no_iam_grant_is_wider_than_needed() {
 fn checkov_finds_nothing_unexplained() {
     let failed = checkov::failed_checks(&workspace_root().join("template.yaml")).expect("checkov");
     assert!(failed.is_empty(), "checkov:\n{}", failed.join("\n"));
+}
+
+#[test]
+fn every_alarm_notifies_and_every_dead_letter_queue_has_one() {
+    let template = Template::load(&workspace_root().join("template.yaml")).expect("template.yaml");
+    let alarms = template.alarms().expect("alarms");
+    let mut missing = Vec::new();
+    for alarm in &alarms {
+        if alarm.actions.is_empty() {
+            missing.push(format!(
+                "{} has no AlarmActions: it notifies nobody",
+                alarm.logical_id
+            ));
+        }
+    }
+    let on_queue = |queue: &str, metric: &str| {
+        alarms.iter().find(|a| {
+            a.namespace == "AWS/SQS"
+                && a.metric == metric
+                && a.dimensions
+                    .contains(&("QueueName".to_owned(), queue.to_owned()))
+        })
+    };
+    let dead_letter_queues = template.dead_letter_queues().expect("dead-letter queues");
+    assert!(dead_letter_queues.len() >= 2, "{dead_letter_queues:?}");
+    for queue in &dead_letter_queues {
+        if on_queue(queue, "ApproximateNumberOfMessagesVisible").is_none() {
+            missing.push(format!(
+                "dead-letter queue {queue} has no alarm on ApproximateNumberOfMessagesVisible"
+            ));
+        }
+    }
+    let sources = template.sqs_sources().expect("SQS events");
+    for queue in template.queues().expect("queues") {
+        if !sources.iter().any(|s| s.queue == queue.logical_id) {
+            continue;
+        }
+        match on_queue(&queue.logical_id, "ApproximateAgeOfOldestMessage") {
+            None => missing.push(format!(
+                "{} feeds a function but has no alarm on the age of its oldest message",
+                queue.logical_id
+            )),
+            Some(alarm) if alarm.threshold >= f64::from(queue.message_retention_s) => {
+                missing.push(format!(
+                    "{} fires after {} s, when {} has already deleted messages ({} s)",
+                    alarm.logical_id, alarm.threshold, queue.logical_id, queue.message_retention_s
+                ));
+            }
+            Some(_) => {}
+        }
+    }
+    for function in template.functions().expect("functions") {
+        let errors = alarms.iter().any(|a| {
+            a.namespace == "AWS/Lambda"
+                && a.metric == "Errors"
+                && a.dimensions
+                    .contains(&("FunctionName".to_owned(), function.logical_id.clone()))
+        });
+        if !errors {
+            missing.push(format!(
+                "{} has no alarm on its Errors",
+                function.logical_id
+            ));
+        }
+    }
+    assert!(missing.is_empty(), "{}", missing.join("\n"));
 }

@@ -8,6 +8,7 @@
 use crate::query::{BadRequest, MAX_LIMIT, Query, Segment};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use std::ops::RangeInclusive;
 
 /// Largest answer: Lambda's limit on a synchronous response (6 MB).
 pub const MAX_ANSWER_BYTES: usize = 6 * 1024 * 1024;
@@ -25,8 +26,9 @@ pub enum Unanswerable {
     NotSerialisable(#[from] serde_json::Error),
 }
 
-/// Count, sum, min, max and mean of one column within a group.
+/// Sum, min, max and mean of one column within a group.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Stats {
     /// Sum of the values.
     pub sum: u64,
@@ -48,23 +50,62 @@ impl Stats {
             mean: sum as f64 / count.max(1) as f64,
         }
     }
+
+    /// Whether these can be the statistics of `count` values (at least one),
+    /// each within `range`: `min <= max`, both in `range`, and the sum between
+    /// `count x min` and `count x max` (all three equal for one value). The
+    /// error says which part is impossible.
+    pub fn check(&self, count: u64, range: RangeInclusive<u64>) -> Result<(), String> {
+        let (sum, min, max) = (self.sum, self.min, self.max);
+        let (low, high) = (range.start(), range.end());
+        let spread = u128::from(count) * u128::from(min)..=u128::from(count) * u128::from(max);
+        if min > max {
+            Err(format!("min {min} is above max {max}"))
+        } else if min < *low || max > *high {
+            Err(format!(
+                "min {min} and max {max} must be within {low} to {high}"
+            ))
+        } else if !spread.contains(&u128::from(sum)) || (count == 1 && min != max) {
+            Err(format!(
+                "sum {sum} is impossible for {count} values from {min} to {max}"
+            ))
+        } else {
+            Ok(())
+        }
+    }
+}
+
+/// The money of a group's orders in one currency. Amounts in different
+/// currencies are never added together.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Money {
+    /// The ISO 4217 code (`EUR`).
+    pub currency: String,
+    /// The group's orders in this currency (never 0).
+    pub count: u64,
+    /// `total_cents` of those orders, in this currency's minor unit.
+    pub total_cents: Stats,
 }
 
 /// One group of orders.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Group {
     /// The customer id, currency or UTC day (`2026-11-20`).
     pub key: String,
-    /// Orders in the group (never 0).
+    /// Orders in the group (never 0): the sum of the counts in `money`.
     pub count: u64,
-    /// `total_cents` of those orders.
-    pub total_cents: Stats,
-    /// Units ordered (`total_quantity`) per order.
+    /// Order totals per currency, in currency order: one entry per currency
+    /// the group's orders were placed in (exactly one for `group_by: currency`).
+    pub money: Vec<Money>,
+    /// Units ordered (`total_quantity`) per order, over all the group's orders.
     pub quantity: Stats,
 }
 
 /// Items read but not counted, by reason. A malformed item never stops a scan.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Skipped {
     /// An attribute the analytics need is absent.
     pub missing_field: u64,
@@ -75,21 +116,46 @@ pub struct Skipped {
 }
 
 impl Skipped {
-    /// All skipped items.
+    /// All skipped items (saturating: the counters of a merge come from its caller).
     pub fn total(&self) -> u64 {
-        self.missing_field + self.wrong_type + self.out_of_range
+        self.missing_field
+            .saturating_add(self.wrong_type)
+            .saturating_add(self.out_of_range)
     }
 
-    /// Add another count to this one.
-    pub fn add(&mut self, other: &Skipped) {
-        self.missing_field += other.missing_field;
-        self.wrong_type += other.wrong_type;
-        self.out_of_range += other.out_of_range;
+    /// Add another count to this one; on overflow, the name of the counter.
+    pub fn add(&mut self, other: &Skipped) -> Result<(), Overflow> {
+        add(
+            &mut self.missing_field,
+            other.missing_field,
+            "rows.skipped.missing_field",
+        )?;
+        add(
+            &mut self.wrong_type,
+            other.wrong_type,
+            "rows.skipped.wrong_type",
+        )?;
+        add(
+            &mut self.out_of_range,
+            other.out_of_range,
+            "rows.skipped.out_of_range",
+        )
     }
+}
+
+/// A row counter that does not fit in 64 bits; names the counter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("the counter {0} overflows 64 bits")]
+pub struct Overflow(pub &'static str);
+
+fn add(counter: &mut u64, more: u64, name: &'static str) -> Result<(), Overflow> {
+    *counter = counter.checked_add(more).ok_or(Overflow(name))?;
+    Ok(())
 }
 
 /// How the rows were counted.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Rows {
     /// Items DynamoDB returned.
     pub scanned: u64,
@@ -100,11 +166,11 @@ pub struct Rows {
 }
 
 impl Rows {
-    /// Add another count to this one.
-    pub fn add(&mut self, other: &Rows) {
-        self.scanned += other.scanned;
-        self.matched += other.matched;
-        self.skipped.add(&other.skipped);
+    /// Add another count to this one; on overflow, the name of the counter.
+    pub fn add(&mut self, other: &Rows) -> Result<(), Overflow> {
+        add(&mut self.scanned, other.scanned, "rows.scanned")?;
+        add(&mut self.matched, other.matched, "rows.matched")?;
+        self.skipped.add(&other.skipped)
     }
 }
 
@@ -209,7 +275,11 @@ mod tests {
         let group = Group {
             key,
             count: 1,
-            total_cents: Stats::new(1, 5, 5, 5),
+            money: vec![Money {
+                currency: "EUR".into(),
+                count: 1,
+                total_cents: Stats::new(1, 5, 5, 5),
+            }],
             quantity: Stats::new(1, 1, 1, 1),
         };
         let query = Query {

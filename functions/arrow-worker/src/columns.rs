@@ -1,5 +1,7 @@
 //! DynamoDB items to Arrow: one [`RecordBatch`] per scan page, with only the
-//! columns the analytics read. Malformed items are counted, never fatal.
+//! columns the analytics read. Malformed items are counted, never fatal. Every
+//! row carries its currency, whatever the grouping: money is summed per
+//! currency, so an order without a valid currency is skipped.
 
 use crate::answer::Skipped;
 use crate::query::GroupBy;
@@ -16,12 +18,14 @@ pub type Item = HashMap<String, AttributeValue>;
 
 /// Column positions in every batch.
 pub const KEY: usize = 0;
+/// `currency`.
+pub const CURRENCY: usize = 1;
 /// Creation time, milliseconds since the epoch.
-pub const CREATED_AT_MS: usize = 1;
+pub const CREATED_AT_MS: usize = 2;
 /// `total_cents`.
-pub const TOTAL_CENTS: usize = 2;
+pub const TOTAL_CENTS: usize = 3;
 /// `total_quantity`.
-pub const QUANTITY: usize = 3;
+pub const QUANTITY: usize = 4;
 
 /// The attributes a scan needs to read (its projection).
 pub const PROJECTION: [&str; 5] = [
@@ -32,11 +36,12 @@ pub const PROJECTION: [&str; 5] = [
     attr::TOTAL_QUANTITY,
 ];
 
-/// The schema of every batch: the group key, then the values.
+/// The schema of every batch: the group key, the currency, then the values.
 pub fn schema() -> SchemaRef {
     static SCHEMA: LazyLock<SchemaRef> = LazyLock::new(|| {
         Arc::new(Schema::new(vec![
             Field::new("key", DataType::Utf8, false),
+            Field::new(attr::CURRENCY, DataType::Utf8, false),
             Field::new(attr::CREATED_AT_MS, DataType::Int64, false),
             Field::new(attr::TOTAL_CENTS, DataType::UInt64, false),
             Field::new(attr::TOTAL_QUANTITY, DataType::UInt64, false),
@@ -71,6 +76,8 @@ impl Skipped {
 pub struct Row {
     /// The group key.
     pub key: String,
+    /// The currency of `total_cents`.
+    pub currency: String,
     /// Creation time, ms since the epoch.
     pub created_at_ms: i64,
     /// Order total.
@@ -113,6 +120,11 @@ pub fn day_of(ms: i64) -> Option<String> {
     ))
 }
 
+/// Whether `code` has the form of an ISO 4217 currency code: three letters A-Z.
+pub fn is_currency_code(code: &str) -> bool {
+    code.len() == 3 && code.bytes().all(|b| b.is_ascii_uppercase())
+}
+
 /// Read one item, or say what is wrong with it.
 pub fn read(item: &Item, group_by: GroupBy) -> Result<Row, Flaw> {
     let created_at_ms = number(item, attr::CREATED_AT_MS, i64::MIN.into()..=i64::MAX.into())?;
@@ -128,6 +140,10 @@ pub fn read(item: &Item, group_by: GroupBy) -> Result<Row, Flaw> {
         attr::TOTAL_QUANTITY,
         1..=MAX_TOTAL_QUANTITY.into(),
     )?)?;
+    let currency = string(item, attr::CURRENCY)?;
+    if !is_currency_code(currency) {
+        return Err(Flaw::OutOfRange);
+    }
     let key = match group_by {
         GroupBy::Customer => {
             let id = string(item, attr::CUSTOMER_ID)?;
@@ -136,17 +152,12 @@ pub fn read(item: &Item, group_by: GroupBy) -> Result<Row, Flaw> {
             }
             id.to_owned()
         }
-        GroupBy::Currency => {
-            let code = string(item, attr::CURRENCY)?;
-            if code.len() != 3 || !code.bytes().all(|b| b.is_ascii_uppercase()) {
-                return Err(Flaw::OutOfRange);
-            }
-            code.to_owned()
-        }
+        GroupBy::Currency => currency.to_owned(),
         GroupBy::Day => day_of(created_at_ms).ok_or(Flaw::OutOfRange)?,
     };
     Ok(Row {
         key,
+        currency: currency.to_owned(),
         created_at_ms,
         total_cents,
         quantity,
@@ -157,6 +168,7 @@ pub fn read(item: &Item, group_by: GroupBy) -> Result<Row, Flaw> {
 pub fn to_batch(items: &[Item], group_by: GroupBy) -> (RecordBatch, Skipped) {
     let mut skipped = Skipped::default();
     let mut key = StringBuilder::with_capacity(items.len(), items.len() * 16);
+    let mut currency = StringBuilder::with_capacity(items.len(), items.len() * 3);
     let mut created = Int64Builder::with_capacity(items.len());
     let mut total = UInt64Builder::with_capacity(items.len());
     let mut quantity = UInt64Builder::with_capacity(items.len());
@@ -164,6 +176,7 @@ pub fn to_batch(items: &[Item], group_by: GroupBy) -> (RecordBatch, Skipped) {
         match read(item, group_by) {
             Ok(row) => {
                 key.append_value(&row.key);
+                currency.append_value(&row.currency);
                 created.append_value(row.created_at_ms);
                 total.append_value(row.total_cents);
                 quantity.append_value(row.quantity);
@@ -173,6 +186,7 @@ pub fn to_batch(items: &[Item], group_by: GroupBy) -> (RecordBatch, Skipped) {
     }
     let columns: Vec<ArrayRef> = vec![
         Arc::new(key.finish()),
+        Arc::new(currency.finish()),
         Arc::new(created.finish()),
         Arc::new(total.finish()),
         Arc::new(quantity.finish()),

@@ -19,7 +19,8 @@ pub struct Config {
     /// `REPORTS_TABLE`: where daily reports are written (required).
     pub reports_table: String,
     /// `ARENA_MIB`: MiB pre-faulted at cold start; 0 turns pre-warming off.
-    /// Default: a quarter of the function's memory, at most 1 GiB.
+    /// Default: a quarter of the function's memory, at most 1 GiB; at most
+    /// half of the memory (the rest is for the runtime, the SDK and the work).
     pub arena_bytes: usize,
     /// `ARENA_WAIT_MS`: the most the first invocation waits for the pre-warm.
     pub arena_wait: Duration,
@@ -38,7 +39,15 @@ impl Config {
             shared::vcpus::LAMBDA_MEMORY_MB,
         )?;
         let default_arena_mib = (shared::arena::default_bytes(memory_mb) >> 20) as u64;
-        let arena_mib = number_or(env, "ARENA_MIB", default_arena_mib, 0..=memory_mb)?;
+        let max_arena_mib = shared::arena::max_mib(memory_mb);
+        let arena_mib = number_or(env, "ARENA_MIB", default_arena_mib, 0..=max_arena_mib)
+            .map_err(|e| ConfigError {
+                reason: format!(
+                    "{} (at most half of the function's {memory_mb} MB: the rest is for the runtime, the SDK and the work)",
+                    e.reason
+                ),
+                ..e
+            })?;
         Ok(Self {
             table_name: table_name(env, "TABLE_NAME", "the DynamoDB table of orders")?,
             reports_table: table_name(env, "REPORTS_TABLE", "the DynamoDB table for reports")?,
@@ -71,6 +80,50 @@ mod tests {
         assert_eq!(config.arena_bytes, 256 << 20);
         assert_eq!(config.max_rows, 1_024_000);
         assert_eq!(config.arena_wait, Duration::from_secs(2));
+    }
+
+    #[test]
+    fn managed_instances_memory_sizes_are_accepted() {
+        let env = [
+            TABLES[0],
+            TABLES[1],
+            ("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "32768"),
+        ];
+        let config = Config::from_env(&env).unwrap();
+        assert_eq!(config.arena_bytes, 1 << 30);
+        assert_eq!(config.max_rows, 32_768_000);
+        let env = [
+            TABLES[0],
+            TABLES[1],
+            ("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "32769"),
+        ];
+        let err = Config::from_env(&env).unwrap_err();
+        assert_eq!(err.setting, "AWS_LAMBDA_FUNCTION_MEMORY_SIZE");
+    }
+
+    #[test]
+    fn the_arena_leaves_half_the_memory_to_the_rest() {
+        let env = |arena_mib: &'static str| {
+            [
+                TABLES[0],
+                TABLES[1],
+                ("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "1024"),
+                ("ARENA_MIB", arena_mib),
+            ]
+        };
+        assert_eq!(Config::from_env(&env("0")).unwrap().arena_bytes, 0);
+        assert_eq!(
+            Config::from_env(&env("512")).unwrap().arena_bytes,
+            512 << 20
+        );
+        for too_big in ["513", "1024"] {
+            let err = Config::from_env(&env(too_big)).unwrap_err();
+            assert_eq!(err.setting, "ARENA_MIB", "{too_big}");
+            assert!(
+                err.reason.contains("0 to 512") && err.reason.contains("half"),
+                "{err}"
+            );
+        }
     }
 
     #[test]

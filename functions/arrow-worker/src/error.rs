@@ -74,7 +74,7 @@ mod tests {
             (
                 Error::from(AggregateError::Overflow {
                     column: "total_cents",
-                    key: "k".into(),
+                    group: "\"k\" (EUR)".into(),
                 }),
                 "AggregationFailed",
             ),

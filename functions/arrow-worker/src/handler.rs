@@ -60,7 +60,7 @@ impl<S: Store> Handler<S> {
     async fn respond(&self, payload: Value) -> Result<Value, Error> {
         let started = Instant::now();
         let faults = shared::memory::minor_faults();
-        let (prewarmed, waited) = self.wait_for_prewarm();
+        let (prewarmed, waited) = self.wait_for_prewarm().await;
         let (mut answer, report_id) = self.answer(payload).await?;
         answer.run = Run {
             cold_start: shared::invocation::is_cold_start(),
@@ -84,13 +84,14 @@ impl<S: Store> Handler<S> {
         Ok(answer.to_response(report_id)?)
     }
 
-    /// Wait (bounded) for the pre-warm: whether it is done, and how long this waited.
-    fn wait_for_prewarm(&self) -> (bool, Duration) {
+    /// Wait (bounded, without blocking the thread) for the pre-warm: whether
+    /// it is done, and how long this waited.
+    async fn wait_for_prewarm(&self) -> (bool, Duration) {
+        let Some(prewarm) = &self.prewarm else {
+            return (false, Duration::ZERO);
+        };
         let started = Instant::now();
-        let done = self
-            .prewarm
-            .as_ref()
-            .is_some_and(|p| p.wait(self.config.arena_wait).is_some());
+        let done = prewarm.wait(self.config.arena_wait).await.is_some();
         (done, started.elapsed())
     }
 

@@ -3,8 +3,9 @@
 //! A request names a grouping (customer, day, currency) and an optional time
 //! window; the worker scans the table (one segment per worker, or the one
 //! segment a fan-out gives it), builds Arrow batches, aggregates them with Arrow
-//! kernels on the Rayon pool, and answers per-group count, sum, min, max and
-//! mean. Partial answers of a fan-out are combined by `merge`.
+//! kernels on the Rayon pool, and answers per group the order count, the sum,
+//! min, max and mean of the order totals per currency, and the same of the
+//! units ordered. Partial answers of a fan-out are combined by `merge`.
 //!
 //! Layers, each importing only those listed before it: `query` (the
 //! vocabulary) · `answer` · `request` · `columns` · `store` · `dynamodb` ·

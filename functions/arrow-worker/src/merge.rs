@@ -1,9 +1,19 @@
 //! Combining the partial answers of a fan-out (one per scan segment) into the
 //! answer one full scan would give. Works on groups, not rows: the partials are
 //! already aggregated.
+//!
+//! Partials come from the caller, so each is checked before it is used: the
+//! segments of one fan-out, each once, for the same query; counters that add
+//! up (`rows.matched` is the groups' count, no counter sum overflows); groups
+//! that can exist (in key order, at least one order, money per currency in
+//! currency order with counts adding up to the group's, statistics possible
+//! for their count and within the order schema's limits). Money is merged per
+//! currency; every mean is recomputed.
 
 use crate::answer::{Answer, Group, Rows, Stats};
+use crate::columns::is_currency_code;
 use crate::query::{BadRequest, bad, quoted};
+use shared::orders::{MAX_AMOUNT_CENTS, MAX_TOTAL_QUANTITY};
 use std::collections::BTreeMap;
 use std::collections::btree_map::Entry;
 
@@ -23,6 +33,109 @@ fn combine(a: &Stats, b: &Stats, count: u64, key: &str) -> Result<Stats, BadRequ
         a.min.min(b.min),
         a.max.max(b.max),
     ))
+}
+
+/// Refuse a group no scan can produce (see the module doc).
+fn check_group(group: &Group) -> Result<(), String> {
+    if group.count == 0 {
+        return Err("count 0: a group has at least one order".into());
+    }
+    group
+        .quantity
+        .check(group.count, 1..=MAX_TOTAL_QUANTITY)
+        .map_err(|e| format!("quantity: {e}"))?;
+    if group.money.is_empty() {
+        return Err("no money entry: every order has a currency".into());
+    }
+    let mut orders: u64 = 0;
+    for (i, money) in group.money.iter().enumerate() {
+        let currency = &money.currency;
+        if !is_currency_code(currency) {
+            return Err(format!(
+                "money[{i}].currency {} is not a currency code",
+                quoted(currency)
+            ));
+        }
+        if i > 0 && group.money[i - 1].currency >= *currency {
+            return Err("money is not in strictly ascending currency order".into());
+        }
+        if money.count == 0 {
+            return Err(format!("money {currency}: count 0"));
+        }
+        money
+            .total_cents
+            .check(money.count, 0..=MAX_AMOUNT_CENTS)
+            .map_err(|e| format!("money {currency}: total_cents: {e}"))?;
+        orders = orders.saturating_add(money.count);
+    }
+    if orders != group.count {
+        return Err(format!(
+            "count {} differs from the money entries' counts ({orders})",
+            group.count
+        ));
+    }
+    Ok(())
+}
+
+/// Refuse a partial whose counters or groups cannot be one segment's answer.
+fn check_partial(partial: &Answer) -> Result<(), String> {
+    let mut matched: u64 = 0;
+    for (i, group) in partial.groups.iter().enumerate() {
+        if i > 0 && partial.groups[i - 1].key >= group.key {
+            return Err("groups are not in strictly ascending key order".into());
+        }
+        check_group(group).map_err(|e| format!("group {}: {e}", quoted(&group.key)))?;
+        matched = matched.saturating_add(group.count);
+    }
+    let rows = &partial.rows;
+    if rows.matched != matched {
+        return Err(format!(
+            "rows.matched {} differs from the groups' count ({matched})",
+            rows.matched
+        ));
+    }
+    let counted = u128::from(rows.matched) + u128::from(rows.skipped.total());
+    if u128::from(rows.scanned) < counted {
+        return Err(format!(
+            "rows.scanned {} is less than rows.matched plus the skipped ({counted})",
+            rows.scanned
+        ));
+    }
+    Ok(())
+}
+
+/// `group` merged into `into` (same key): counts, quantities and money per currency.
+fn merge_group(into: &mut Group, group: Group) -> Result<(), BadRequest> {
+    let key = &group.key;
+    let count = add(into.count, group.count, key)?;
+    into.quantity = combine(&into.quantity, &group.quantity, count, key)?;
+    into.count = count;
+    for money in group.money {
+        match into
+            .money
+            .binary_search_by(|m| m.currency.cmp(&money.currency))
+        {
+            Ok(at) => {
+                let mine = &mut into.money[at];
+                let count = add(mine.count, money.count, key)?;
+                mine.total_cents = combine(&mine.total_cents, &money.total_cents, count, key)?;
+                mine.count = count;
+            }
+            Err(at) => into.money.insert(at, money),
+        }
+    }
+    Ok(())
+}
+
+/// `group` with every mean recomputed from its sum and count (a partial's
+/// means come from the caller).
+fn with_means(mut group: Group) -> Group {
+    let again = |s: &Stats, count| Stats::new(count, s.sum, s.min, s.max);
+    group.quantity = again(&group.quantity, group.count);
+    for money in &mut group.money {
+        money.total_cents = again(&money.total_cents, money.count);
+    }
+    group
 }
 
 /// Merge `partials`, which must be the answers to the same query for every
@@ -61,21 +174,15 @@ pub fn merge(partials: Vec<Answer>) -> Result<Answer, BadRequest> {
         if partial.truncated {
             return Err(bad(format!("partials[{i}] is truncated")));
         }
-        rows.add(&partial.rows);
-        for group in partial.groups {
+        check_partial(&partial).map_err(|e| bad(format!("partials[{i}]: {e}")))?;
+        rows.add(&partial.rows)
+            .map_err(|e| bad(format!("merging the partials: {e}")))?;
+        for group in partial.groups.into_iter().map(with_means) {
             match groups.entry(group.key.clone()) {
                 Entry::Vacant(slot) => {
                     slot.insert(group);
                 }
-                Entry::Occupied(mut slot) => {
-                    let merged = slot.get_mut();
-                    let count = add(merged.count, group.count, &group.key)?;
-                    merged.total_cents =
-                        combine(&merged.total_cents, &group.total_cents, count, &group.key)?;
-                    merged.quantity =
-                        combine(&merged.quantity, &group.quantity, count, &group.key)?;
-                    merged.count = count;
-                }
+                Entry::Occupied(mut slot) => merge_group(slot.get_mut(), group)?,
             }
         }
     }
@@ -85,13 +192,23 @@ pub fn merge(partials: Vec<Answer>) -> Result<Answer, BadRequest> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::answer::Money;
     use crate::query::{GroupBy, Query, Segment};
 
+    fn money(currency: &str, count: u64, sum: u64, min: u64, max: u64) -> Money {
+        Money {
+            currency: currency.into(),
+            count,
+            total_cents: Stats::new(count, sum, min, max),
+        }
+    }
+
+    /// A group of `count` orders of one unit, in EUR.
     fn group(key: &str, count: u64, sum: u64, min: u64, max: u64) -> Group {
         Group {
             key: key.into(),
             count,
-            total_cents: Stats::new(count, sum, min, max),
+            money: vec![money("EUR", count, sum, min, max)],
             quantity: Stats::new(count, count, 1, 1),
         }
     }
@@ -131,13 +248,34 @@ mod tests {
         assert_eq!(merged.rows.matched, 6);
         let a = &merged.groups[0];
         assert_eq!((a.key.as_str(), a.count), ("a", 4));
-        assert_eq!(
-            (a.total_cents.sum, a.total_cents.min, a.total_cents.max),
-            (40, 2, 20)
-        );
-        assert_eq!(a.total_cents.mean, 10.0);
+        assert_eq!(a.money, [money("EUR", 4, 40, 2, 20)]);
+        assert_eq!(a.money[0].total_cents.mean, 10.0);
+        assert_eq!(a.quantity, Stats::new(4, 4, 1, 1));
         let keys: Vec<_> = merged.groups.iter().map(|g| g.key.as_str()).collect();
         assert_eq!(keys, ["a", "b", "c"]);
+    }
+
+    #[test]
+    fn money_merges_per_currency_and_never_across() {
+        let mut eur = group("a", 2, 300, 100, 200);
+        eur.quantity = Stats::new(2, 5, 2, 3);
+        let mut mixed = group("a", 3, 0, 0, 0);
+        mixed.money = vec![
+            money("EUR", 1, 50, 50, 50),
+            money("JPY", 2, 9_000, 4_000, 5_000),
+        ];
+        mixed.quantity = Stats::new(3, 3, 1, 1);
+        let merged = merge(vec![partial(0, 2, vec![eur]), partial(1, 2, vec![mixed])]).unwrap();
+        let a = &merged.groups[0];
+        assert_eq!(a.count, 5);
+        assert_eq!(
+            a.money,
+            [
+                money("EUR", 3, 350, 50, 200),
+                money("JPY", 2, 9_000, 4_000, 5_000)
+            ]
+        );
+        assert_eq!(a.quantity, Stats::new(5, 8, 1, 3));
     }
 
     #[test]
@@ -155,10 +293,86 @@ mod tests {
         other.query.group_by = GroupBy::Day;
         let err = merge(vec![partial(0, 2, vec![]), other]).unwrap_err();
         assert!(err.0.contains("different query"), "{err}");
-        let huge = vec![
-            partial(0, 2, vec![group("a", 1, u64::MAX, 1, 1)]),
-            partial(1, 2, vec![group("a", 1, 1, 1, 1)]),
-        ];
+        // Ten million orders of the largest total in each partial: each sum
+        // fits in 64 bits, their sum does not.
+        let big = || {
+            group(
+                "a",
+                10_000_000,
+                10_000_000 * MAX_AMOUNT_CENTS,
+                MAX_AMOUNT_CENTS,
+                MAX_AMOUNT_CENTS,
+            )
+        };
+        let huge = vec![partial(0, 2, vec![big()]), partial(1, 2, vec![big()])];
         assert!(merge(huge).unwrap_err().0.contains("overflow"));
+    }
+
+    #[test]
+    fn row_counters_that_overflow_are_refused_naming_the_field() {
+        let mut a = partial(0, 2, vec![]);
+        let mut b = partial(1, 2, vec![]);
+        (a.rows.scanned, b.rows.scanned) = (u64::MAX, 1);
+        let err = merge(vec![a, b]).expect_err("overflow");
+        assert!(
+            err.0.contains("rows.scanned") && err.0.contains("overflow"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn impossible_partial_groups_are_refused() {
+        type Spoil = fn(&mut Group);
+        let cases: [(&str, Spoil); 10] = [
+            ("count", |g| g.count = 0),
+            ("min", |g| {
+                let t = &mut g.money[0].total_cents;
+                (t.min, t.max) = (9, 3);
+            }),
+            ("sum", |g| g.money[0].total_cents.sum = 1_000),
+            ("sum", |g| g.money[0].total_cents.sum = 0),
+            ("quantity", |g| g.quantity = Stats::new(2, 0, 0, 0)),
+            ("max", |g| g.money[0].total_cents.max = MAX_AMOUNT_CENTS + 1),
+            ("no money", |g| g.money.clear()),
+            ("counts", |g| g.money[0] = money("EUR", 1, 5, 5, 5)),
+            ("currency", |g| g.money[0].currency = "eur".into()),
+            ("ascending", |g| g.money.push(g.money[0].clone())),
+        ];
+        for (what, spoil) in cases {
+            let mut bad = group("a", 2, 10, 3, 7);
+            spoil(&mut bad);
+            let partials = vec![partial(0, 2, vec![bad]), partial(1, 2, vec![])];
+            let err = merge(partials).expect_err(what);
+            assert!(err.0.contains(what), "{what}: {err}");
+        }
+    }
+
+    #[test]
+    fn partial_counters_must_add_up() {
+        let mut unmatched = partial(0, 2, vec![group("a", 2, 10, 3, 7)]);
+        unmatched.rows.matched = 3;
+        let mut unscanned = partial(0, 2, vec![group("a", 2, 10, 3, 7)]);
+        unscanned.rows.scanned = 1;
+        let mut twice = partial(0, 2, vec![group("a", 1, 5, 5, 5)]);
+        twice.groups.push(group("a", 1, 5, 5, 5));
+        twice.rows.matched = 2;
+        for (what, bad) in [
+            ("rows.matched", unmatched),
+            ("rows.scanned", unscanned),
+            ("ascending key", twice),
+        ] {
+            let err = merge(vec![bad, partial(1, 2, vec![])]).expect_err(what);
+            assert!(err.0.contains(what), "{what}: {err}");
+        }
+    }
+
+    #[test]
+    fn means_are_recomputed() {
+        let mut lying = group("a", 2, 10, 3, 7);
+        lying.money[0].total_cents.mean = 99.0;
+        lying.quantity.mean = 99.0;
+        let merged = merge(vec![partial(0, 2, vec![lying]), partial(1, 2, vec![])]).unwrap();
+        assert_eq!(merged.groups[0].money[0].total_cents.mean, 5.0);
+        assert_eq!(merged.groups[0].quantity.mean, 1.0);
     }
 }

@@ -11,9 +11,10 @@ use std::fmt;
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
-/// Most groups one answer carries: about 200 bytes each, 4 MB in all; the
-/// longest keys and numbers can pass Lambda's 6 MB response limit, which the
-/// answer checks itself (`AnswerTooLarge`).
+/// Most groups one answer carries: about 200 bytes each with one currency, 4 MB
+/// in all; several currencies per group (about 100 bytes each), the longest
+/// keys and numbers can pass Lambda's 6 MB response limit, which the answer
+/// checks itself (`AnswerTooLarge`).
 pub const MAX_LIMIT: u32 = 20_000;
 /// Groups in a final answer when the query sets no `limit`.
 pub const DEFAULT_LIMIT: u32 = 1_000;

@@ -63,8 +63,16 @@ pub async fn scan<S: Store>(
             }
             let (batch, skipped) = to_batch(&page.items, group_by);
             part.pages += 1;
-            part.rows.scanned += items;
-            part.rows.skipped.add(&skipped);
+            // Every count here is at most `max_rows` (checked above), so
+            // these additions cannot overflow; if they did, there were too many.
+            let page_rows = Rows {
+                scanned: items,
+                matched: 0,
+                skipped,
+            };
+            part.rows
+                .add(&page_rows)
+                .map_err(|_| ScanError::TooManyRows(max_rows))?;
             if batch.num_rows() > 0 {
                 part.batches.push(batch);
             }
@@ -78,7 +86,9 @@ pub async fn scan<S: Store>(
     let mut all = Scanned::default();
     for part in parts {
         all.batches.extend(part.batches);
-        all.rows.add(&part.rows);
+        all.rows
+            .add(&part.rows)
+            .map_err(|_| ScanError::TooManyRows(max_rows))?;
         all.pages += part.pages;
     }
     Ok(all)

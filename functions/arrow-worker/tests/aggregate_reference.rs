@@ -2,7 +2,7 @@
 //! straightforward row-by-row reference computation, on random orders with
 //! extreme values, malformed items, empty windows and many or few groups.
 
-use arrow_worker::answer::{Answer, Group, Stats};
+use arrow_worker::answer::{Answer, Group, Money, Stats};
 use arrow_worker::columns::{Item, day_of};
 use arrow_worker::config::Config;
 use arrow_worker::handler::Handler;
@@ -66,7 +66,20 @@ fn item(o: &Order) -> Item {
     )
 }
 
-/// The reference: one pass over the rows, a map of running totals.
+/// Count, sum, min, max and mean of `f` over `members` (at least one).
+fn stats(members: &[&Order], f: fn(&Order) -> u64) -> Stats {
+    let values: Vec<u64> = members.iter().map(|o| f(o)).collect();
+    let sum: u64 = values.iter().sum();
+    Stats {
+        sum,
+        min: *values.iter().min().expect("non-empty"),
+        max: *values.iter().max().expect("non-empty"),
+        mean: sum as f64 / values.len() as f64,
+    }
+}
+
+/// The reference: one pass over the rows into a map of groups, each a map
+/// of currencies; money per currency, quantities over the group.
 fn reference(
     orders: &[Order],
     group_by: GroupBy,
@@ -82,22 +95,25 @@ fn reference(
     }
     map.into_iter()
         .map(|(key, members)| {
-            let n = members.len() as u64;
-            let stats = |f: fn(&Order) -> u64| {
-                let values: Vec<u64> = members.iter().map(|o| f(o)).collect();
-                let sum: u64 = values.iter().sum();
-                Stats {
-                    sum,
-                    min: *values.iter().min().expect("non-empty"),
-                    max: *values.iter().max().expect("non-empty"),
-                    mean: sum as f64 / n as f64,
-                }
-            };
+            let mut by_currency: BTreeMap<&str, Vec<&Order>> = BTreeMap::new();
+            for o in &members {
+                by_currency
+                    .entry(CURRENCIES[o.currency as usize])
+                    .or_default()
+                    .push(o);
+            }
             Group {
                 key,
-                count: n,
-                total_cents: stats(|o| o.total),
-                quantity: stats(|o| o.qty),
+                count: members.len() as u64,
+                money: by_currency
+                    .into_iter()
+                    .map(|(currency, paid)| Money {
+                        currency: currency.to_owned(),
+                        count: paid.len() as u64,
+                        total_cents: stats(&paid, |o| o.total),
+                    })
+                    .collect(),
+                quantity: stats(&members, |o| o.qty),
             }
         })
         .collect()

@@ -110,3 +110,40 @@ async fn the_daily_report_is_saved_by_day() {
     assert_eq!(saved["groups"], body["groups"]);
     assert!(body["rows"]["matched"].as_u64().unwrap() > 0);
 }
+
+#[tokio::test]
+async fn money_is_never_summed_across_currencies() {
+    // One customer pays in EUR and in JPY, on one day; segment 0 of 2 holds
+    // the EUR order, segment 1 the JPY one.
+    let items = vec![
+        arrow::order_item("c1", "EUR", arrow::START_MS, 100, 1),
+        arrow::order_item("c1", "JPY", arrow::START_MS + 1, 5_000, 3),
+    ];
+    let (w, _) = handler(items);
+    let stats = |v: u64| json!({"sum": v, "min": v, "max": v, "mean": v as f64});
+    let expected = json!([
+        {"currency": "EUR", "count": 1, "total_cents": stats(100)},
+        {"currency": "JPY", "count": 1, "total_cents": stats(5_000)},
+    ]);
+    for group_by in ["customer", "day"] {
+        let query = json!({"group_by": group_by});
+        let full = call(&w, json!({"operation": "aggregate", "query": query}))
+            .await
+            .unwrap();
+        let mut partials = Vec::new();
+        for segment in 0..2 {
+            let p = json!({"operation": "aggregate", "query": query, "segment": segment, "total_segments": 2});
+            partials.push(call(&w, p).await.unwrap());
+        }
+        let merged = call(&w, json!({"operation": "merge", "partials": partials}))
+            .await
+            .unwrap();
+        for body in [full, merged] {
+            let group = &body["groups"][0];
+            assert_eq!(group["count"], 2, "{group_by}: {body}");
+            assert_eq!(group["money"], expected, "{group_by}: {body}");
+            assert_eq!(group["quantity"]["sum"], 4);
+            assert!(!body["groups"].to_string().contains("5100"), "{body}");
+        }
+    }
+}

@@ -15,6 +15,9 @@ pub const DEFAULT_NAMESPACE: &str = "OrderSystem";
 pub struct Config {
     /// `TABLE_NAME`: the DynamoDB table (required).
     pub table_name: String,
+    /// `DEAD_LETTER_QUEUE_URL`: where invalid and conflicting orders go
+    /// (required; the URL of the order queue's dead-letter queue).
+    pub dead_letter_queue_url: String,
     /// `CACHE_CAPACITY`: orders remembered, 1 to 100,000.
     pub cache_capacity: NonZeroUsize,
     /// `WRITE_CONCURRENCY`: writes in flight per batch, 1 to 64.
@@ -27,6 +30,11 @@ impl Config {
     /// Read every setting from `env`.
     pub fn from_env(env: &dyn Env) -> Result<Self, ConfigError> {
         let table_name = table_name(env, "TABLE_NAME", "the DynamoDB table to write orders to")?;
+        let dead_letter_queue_url = queue_url(
+            env,
+            "DEAD_LETTER_QUEUE_URL",
+            "the queue invalid and conflicting orders are moved to",
+        )?;
         let cache_capacity = number_or(env, "CACHE_CAPACITY", DEFAULT_CACHE_CAPACITY, 1..=100_000)?;
         let write_concurrency =
             number_or(env, "WRITE_CONCURRENCY", DEFAULT_WRITE_CONCURRENCY, 1..=64)?;
@@ -42,6 +50,7 @@ impl Config {
         }
         Ok(Self {
             table_name,
+            dead_letter_queue_url,
             // The ranges above start at 1 and fit in usize.
             cache_capacity: NonZeroUsize::new(usize::try_from(cache_capacity).unwrap_or(1))
                 .unwrap_or(NonZeroUsize::MIN),
@@ -51,13 +60,57 @@ impl Config {
     }
 }
 
+/// An SQS queue URL, `http(s)://HOST/ACCOUNT/NAME` (on AWS, `!Ref` of a
+/// queue: `https://sqs.REGION.amazonaws.com/ACCOUNT/NAME`), NAME 1 to 80
+/// characters of `A-Z a-z 0-9 - _`, with `.fifo` for a FIFO queue.
+fn queue_url(env: &dyn Env, setting: &'static str, purpose: &str) -> Result<String, ConfigError> {
+    let url = env
+        .get(setting)?
+        .ok_or_else(|| ConfigError::new(setting, "", format!("is required: {purpose}")))?;
+    let parts: Option<Vec<&str>> = url
+        .strip_prefix("https://")
+        .or_else(|| url.strip_prefix("http://"))
+        .map(|rest| rest.split('/').collect());
+    let valid = match parts.as_deref() {
+        Some([host, account, name]) => {
+            let base = name.strip_suffix(".fifo").unwrap_or(name);
+            !host.is_empty()
+                && host
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b':'))
+                && !account.is_empty()
+                && account.bytes().all(|b| b.is_ascii_alphanumeric())
+                && !base.is_empty()
+                && name.len() <= 80
+                && base
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_'))
+        }
+        _ => false,
+    };
+    if !valid {
+        return Err(ConfigError::new(
+            setting,
+            &url,
+            "must be an SQS queue URL, https://sqs.REGION.amazonaws.com/ACCOUNT/NAME",
+        ));
+    }
+    Ok(url)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    const DLQ: (&str, &str) = (
+        "DEAD_LETTER_QUEUE_URL",
+        "https://sqs.eu-west-1.amazonaws.com/123456789012/OrdersDeadLetterQueue",
+    );
+
     #[test]
-    fn defaults_need_only_the_table() {
-        let c = Config::from_env(&[("TABLE_NAME", "orders")]).expect("valid");
+    fn defaults_need_only_the_table_and_the_dead_letter_queue() {
+        let c = Config::from_env(&[("TABLE_NAME", "orders"), DLQ]).expect("valid");
+        assert_eq!(c.dead_letter_queue_url, DLQ.1);
         assert_eq!(c.cache_capacity.get(), 10_000);
         assert_eq!(c.write_concurrency, 10);
         assert_eq!(c.metrics_namespace, "OrderSystem");
@@ -65,25 +118,27 @@ mod tests {
 
     #[test]
     fn bad_values_name_their_setting() {
-        let cases: [(&[(&'static str, &'static str)], &str); 7] = [
-            (&[], "TABLE_NAME"),
-            (&[("TABLE_NAME", "ab")], "TABLE_NAME"),
-            (&[("TABLE_NAME", "has space")], "TABLE_NAME"),
+        let cases: [(&[(&'static str, &'static str)], &str); 8] = [
+            (&[DLQ], "TABLE_NAME"),
+            (&[("TABLE_NAME", "ab"), DLQ], "TABLE_NAME"),
+            (&[("TABLE_NAME", "has space"), DLQ], "TABLE_NAME"),
+            (&[("TABLE_NAME", "orders")], "DEAD_LETTER_QUEUE_URL"),
             (
-                &[("TABLE_NAME", "orders"), ("CACHE_CAPACITY", "0")],
+                &[("TABLE_NAME", "orders"), DLQ, ("CACHE_CAPACITY", "0")],
                 "CACHE_CAPACITY",
             ),
             (
-                &[("TABLE_NAME", "orders"), ("CACHE_CAPACITY", "100001")],
+                &[("TABLE_NAME", "orders"), DLQ, ("CACHE_CAPACITY", "100001")],
                 "CACHE_CAPACITY",
             ),
             (
-                &[("TABLE_NAME", "orders"), ("WRITE_CONCURRENCY", "x")],
+                &[("TABLE_NAME", "orders"), DLQ, ("WRITE_CONCURRENCY", "x")],
                 "WRITE_CONCURRENCY",
             ),
             (
                 &[
                     ("TABLE_NAME", "orders"),
+                    DLQ,
                     ("POWERTOOLS_METRICS_NAMESPACE", ""),
                 ],
                 "POWERTOOLS_METRICS_NAMESPACE",
@@ -92,6 +147,37 @@ mod tests {
         for (env, setting) in cases {
             let err = Config::from_env(&env).expect_err(setting);
             assert_eq!(err.setting, setting);
+        }
+    }
+
+    #[test]
+    fn the_dead_letter_queue_is_a_queue_url() {
+        for good in [
+            DLQ.1,
+            "https://sqs.us-east-1.amazonaws.com/123456789012/Orders-DLQ_1.fifo",
+            "http://127.0.0.1:9324/000000000000/OrdersDeadLetterQueue",
+        ] {
+            let env = [("TABLE_NAME", "orders"), ("DEAD_LETTER_QUEUE_URL", good)];
+            assert!(Config::from_env(&env).is_ok(), "{good}");
+        }
+        let long: &'static str = format!("https://host/123/{}", "q".repeat(81)).leak();
+        for bad in [
+            "",
+            "OrdersDeadLetterQueue",
+            "arn:aws:sqs:us-east-1:123456789012:OrdersDeadLetterQueue",
+            "ftp://host/1/q",
+            "https:///123/q",
+            "https://host/q",
+            "https://host/123/q/extra",
+            "https://host/123/",
+            "https://host/123/.fifo",
+            "https://host/123/has space",
+            "https://host/12-3/q",
+            long,
+        ] {
+            let env = [("TABLE_NAME", "orders"), ("DEAD_LETTER_QUEUE_URL", bad)];
+            let err = Config::from_env(&env).expect_err(bad);
+            assert_eq!(err.setting, "DEAD_LETTER_QUEUE_URL", "{bad}");
         }
     }
 }

@@ -7,8 +7,15 @@
 //! condition fails, DynamoDB returns the stored item
 //! (`ReturnValuesOnConditionCheckFailure=ALL_OLD`) in the same response, so
 //! telling "same order again" from "conflicting order" costs no second request.
+//! The stored item's `hash_version` says which canonical form its
+//! `content_hash` was computed from (see `order::content_hash`); an item of a
+//! version this code does not know is a conflict, never overwritten.
+//!
+//! A write whose attempt was cut off (`retry.rs`) may have been applied
+//! anyway: the retry then finds the item with the same hash, "already stored".
 
 use crate::order::ValidOrder;
+use crate::order::content_hash::HASH_VERSION;
 use crate::store::{OrderStore, PutOutcome, StoreError};
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
@@ -74,6 +81,7 @@ pub fn item(order: &ValidOrder) -> HashMap<String, AttributeValue> {
             AttributeValue::N(order.created_at_ms.to_string()),
         ),
         (attr::CONTENT_HASH.to_owned(), s(&order.hash_hex())),
+        (attr::HASH_VERSION.to_owned(), n(u64::from(HASH_VERSION))),
     ])
 }
 
@@ -120,16 +128,10 @@ fn classify(
         }
     };
     match &service {
-        PutItemError::ConditionalCheckFailedException(e) => {
-            let stored_hash = e
-                .item()
-                .and_then(|item| item.get(attr::CONTENT_HASH))
-                .and_then(|v| v.as_s().ok());
-            Ok(match stored_hash {
-                Some(hash) if *hash == order.hash_hex() => PutOutcome::AlreadyStored,
-                _ => PutOutcome::Conflict,
-            })
-        }
+        PutItemError::ConditionalCheckFailedException(e) => Ok(match e.item() {
+            Some(item) if is_stored_as(item, order) => PutOutcome::AlreadyStored,
+            _ => PutOutcome::Conflict,
+        }),
         PutItemError::ProvisionedThroughputExceededException(_)
         | PutItemError::RequestLimitExceeded(_)
         | PutItemError::ThrottlingException(_)
@@ -146,10 +148,82 @@ fn classify(
     }
 }
 
+/// Whether the stored `item` is `order`: same content hash, in the item's
+/// `hash_version` (absent: 0, the first release's).
+fn is_stored_as(item: &HashMap<String, AttributeValue>, order: &ValidOrder) -> bool {
+    let Some(hash) = item.get(attr::CONTENT_HASH).and_then(|v| v.as_s().ok()) else {
+        return false;
+    };
+    let version = match item.get(attr::HASH_VERSION) {
+        None => Some(0),
+        Some(v) => v.as_n().ok().and_then(|n| n.parse::<u32>().ok()),
+    };
+    version.is_some_and(|version| order.is_stored_as(hash, version))
+}
+
 fn describe(e: &PutItemError) -> String {
     format!(
         "{}: {}",
         e.code().unwrap_or("DynamoDB error"),
         e.message().unwrap_or("no message")
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::order::{content_hash, parse};
+
+    fn sample() -> ValidOrder {
+        parse(r#"{"order_id":"o-1","customer_id":"c-1","items":[{"sku":"A","quantity":2,"unit_price_cents":250}],"total_cents":500,"currency":"EUR","created_at":"2026-11-20T09:15:00+00:00"}"#)
+            .expect("valid")
+    }
+
+    #[test]
+    fn the_item_carries_the_hash_and_its_version() {
+        let order = sample();
+        let item = item(&order);
+        assert_eq!(
+            item.get(attr::CONTENT_HASH),
+            Some(&AttributeValue::S(order.hash_hex()))
+        );
+        assert_eq!(
+            item.get(attr::HASH_VERSION),
+            Some(&AttributeValue::N(HASH_VERSION.to_string()))
+        );
+        assert!(is_stored_as(&item, &order));
+    }
+
+    #[test]
+    fn a_stored_item_is_compared_in_its_own_version() {
+        let order = sample();
+        let v0 = content_hash::hash(&order.order, order.created_at_ms, 0).expect("version 0");
+        // Written by the first release: no hash_version, the version 0 hash.
+        let mut first_release = item(&order);
+        first_release.remove(attr::HASH_VERSION);
+        first_release.insert(
+            attr::CONTENT_HASH.into(),
+            AttributeValue::S(hex::encode(v0)),
+        );
+        assert!(is_stored_as(&first_release, &order));
+        // Another order under the same id, in either version: a conflict.
+        let mut other = order.clone();
+        other.order.customer_id = "c-2".into();
+        let other = crate::order::validate(other.order).expect("valid");
+        assert!(!is_stored_as(&first_release, &other));
+        assert!(!is_stored_as(&item(&order), &other));
+        // A version this release does not know, or no hash: never "the same".
+        let mut newer = item(&order);
+        newer.insert(
+            attr::HASH_VERSION.into(),
+            AttributeValue::N((HASH_VERSION + 1).to_string()),
+        );
+        assert!(!is_stored_as(&newer, &order));
+        let mut garbled = item(&order);
+        garbled.insert(attr::HASH_VERSION.into(), AttributeValue::S("1".into()));
+        assert!(!is_stored_as(&garbled, &order));
+        let mut no_hash = item(&order);
+        no_hash.remove(attr::CONTENT_HASH);
+        assert!(!is_stored_as(&no_hash, &order));
+    }
 }

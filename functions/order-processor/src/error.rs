@@ -60,6 +60,13 @@ pub enum RecordFailure {
 }
 
 impl RecordFailure {
+    /// Whether no later delivery can succeed (an invalid order, a conflict):
+    /// such a record goes to the dead-letter queue at once. The others
+    /// (store, timeout, panic, blocked) may succeed when delivered again.
+    pub fn is_permanent(&self) -> bool {
+        matches!(self, RecordFailure::Invalid(_) | RecordFailure::Conflict)
+    }
+
     /// Short class for metrics (`Failed_<class>`) and logs.
     pub fn class(&self) -> &'static str {
         match self {
@@ -127,6 +134,11 @@ mod tests {
         for (failure, class, message) in cases {
             assert_eq!(failure.class(), class);
             assert_eq!(failure.to_string(), message);
+            assert_eq!(
+                failure.is_permanent(),
+                matches!(class, "empty_body" | "conflict"),
+                "{class}"
+            );
         }
     }
 }

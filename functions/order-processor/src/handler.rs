@@ -1,26 +1,40 @@
 //! SQS batch in, partial batch failures out.
 //!
 //! The rule: a record is acknowledged (left out of `batchItemFailures`) only when
-//! its order is known to be stored: written now, found already stored, or found
-//! in the cache of orders this container stored. Everything else, invalid
-//! orders, conflicts, store errors, the deadline, a panic, is reported failed,
-//! so SQS delivers it again and, after `maxReceiveCount`, moves it to the
-//! dead-letter queue.
+//! its order is known to be stored, written now, found already stored, or found
+//! in the cache of orders this container stored, or when the record is known to
+//! be in the dead-letter queue.
+//!
+//! A record that no later delivery can fix (an invalid order, a different order
+//! stored under its id: [`RecordFailure::is_permanent`]) is sent to the
+//! dead-letter queue by the function itself, with its reason in message
+//! attributes (`dead_letter.rs`), and acknowledged once the send succeeded.
+//! Only if the send is impossible or fails (retried like a store write, fewer
+//! times, within the deadline) is the record reported failed, so SQS delivers
+//! it again and its redrive policy remains the fallback: never lost. Everything
+//! else, store errors, the deadline, a panic, is reported failed as well, since
+//! a later delivery may succeed. Standard and FIFO queues alike: the reason
+//! travels with the message, and no delivery is spent on a record that cannot
+//! succeed (SQS would redeliver it `maxReceiveCount` times, a visibility
+//! timeout apart). On a FIFO queue this also keeps a bad message from holding
+//! its group: reported failed, it would fail the rest of its group with it,
+//! each of those counting a receive, so after `maxReceiveCount` deliveries the
+//! valid messages behind it would reach the dead-letter queue too.
 //!
 //! Records run in *lanes*: on a standard queue each record is its own lane; on a
 //! FIFO queue each message group is one lane, processed in order, and once a
-//! record of a group fails, the later records of that group fail unprocessed
-//! (order is kept; other groups go on). Up to `WRITE_CONCURRENCY` lanes run at
-//! once.
+//! record of a group fails (is reported failed), the later records of that
+//! group fail unprocessed (order is kept; other groups go on). A dead-lettered
+//! record does not stop its group. Up to `WRITE_CONCURRENCY` lanes run at once.
 //!
 //! The batch must be answered by the invocation's [`Deadline`] (the shared
-//! rule); the retries of `retry.rs` stop there too, and a record not stored by
-//! then fails as `timeout`.
+//! rule); the retries of `retry.rs` stop there too, and a record not stored (or
+//! dead-lettered) by then fails as `timeout`.
 //!
 //! CPU work on the tokio thread: the one exception to "CPU-bound work runs on
 //! the Rayon pool" in this function is per record, on the lane's task: parsing
 //! and validating the body ([`order::parse`], at most 64 KiB) and the SHA-256
-//! content hash of the order's canonical JSON (about 12 KB for the largest
+//! content hash of the order's canonical form (about 12 KB for the largest
 //! valid order). Measured roughly (release build, x86_64): about 1 µs for a
 //! typical 250-byte order, about 70 µs for the largest 64 KiB body, of which
 //! the hash is under 6 µs. Lambda's 6 MB payload limit bounds a whole batch to
@@ -31,6 +45,7 @@
 
 use crate::cache::StoredOrders;
 use crate::config::Config;
+use crate::dead_letter::{DeadLetter, DeadLetters};
 use crate::error::{Error, RecordFailure};
 use crate::order;
 use crate::retry::{Backoff, GaveUp};
@@ -52,6 +67,8 @@ pub enum Outcome {
     AlreadyStored,
     /// This container stored it recently (cache hit): no request made.
     DuplicateSkipped,
+    /// Failed for good and sent to the dead-letter queue: acknowledged.
+    DeadLettered(RecordFailure),
     /// Not acknowledged.
     Failed(RecordFailure),
 }
@@ -87,26 +104,47 @@ impl BatchReport {
             _ => None,
         })
     }
+
+    /// Records sent to the dead-letter queue.
+    pub fn dead_lettered(&self) -> impl Iterator<Item = (&str, &RecordFailure)> {
+        self.outcomes.iter().filter_map(|(id, o)| match o {
+            Outcome::DeadLettered(f) => Some((id.as_str(), f)),
+            _ => None,
+        })
+    }
 }
+
+/// Attempts of one dead-letter send. Fewer than a store write's: a record
+/// whose send keeps failing is reported failed and simply comes back (or is
+/// moved by SQS's redrive), so the batch need not wait long for it.
+const DEAD_LETTER_ATTEMPTS: u32 = 3;
 
 /// The handler's state, created once at cold start.
 #[derive(Debug)]
-pub struct Handler<S> {
+pub struct Handler<S, D> {
     store: S,
+    dead_letters: D,
     cache: StoredOrders,
     write_concurrency: usize,
     backoff: Backoff,
+    dead_letter_backoff: Backoff,
     metrics_namespace: String,
 }
 
-impl<S: OrderStore> Handler<S> {
-    /// A handler writing through `store`, configured by `config`.
-    pub fn new(store: S, config: &Config) -> Self {
+impl<S: OrderStore, D: DeadLetters> Handler<S, D> {
+    /// A handler writing orders through `store` and records that fail for
+    /// good to `dead_letters`, configured by `config`.
+    pub fn new(store: S, dead_letters: D, config: &Config) -> Self {
         Self {
             store,
+            dead_letters,
             cache: StoredOrders::new(config.cache_capacity),
             write_concurrency: config.write_concurrency,
             backoff: Backoff::default(),
+            dead_letter_backoff: Backoff {
+                max_attempts: DEAD_LETTER_ATTEMPTS,
+                ..Backoff::default()
+            },
             metrics_namespace: config.metrics_namespace.clone(),
         }
     }
@@ -114,6 +152,11 @@ impl<S: OrderStore> Handler<S> {
     /// The store, for tools and tests.
     pub fn store(&self) -> &S {
         &self.store
+    }
+
+    /// The dead-letter queue, for tools and tests.
+    pub fn dead_letters(&self) -> &D {
+        &self.dead_letters
     }
 
     /// Orders in the cache now.
@@ -125,8 +168,11 @@ impl<S: OrderStore> Handler<S> {
     pub async fn handle(&self, event: LambdaEvent<SqsEvent>) -> Result<SqsBatchResponse, Error> {
         let deadline = Deadline::from_context(&event.context);
         let report = self.process(&event.payload.records, deadline).await?;
+        // The message id and the reason; never the body.
+        for (message_id, failure) in report.dead_lettered() {
+            tracing::warn!(message_id, class = failure.class(), reason = %failure, "record dead-lettered");
+        }
         for (message_id, failure) in report.failed() {
-            // The message id and the reason; never the body.
             tracing::warn!(message_id, class = failure.class(), reason = %failure, "record failed");
         }
         self.emit_metrics(&report);
@@ -181,7 +227,8 @@ impl<S: OrderStore> Handler<S> {
         })
     }
 
-    /// Records of one lane, in order; in FIFO mode the first failure blocks the rest.
+    /// Records of one lane, in order; in FIFO mode the first record reported
+    /// failed blocks the rest.
     async fn run_lane(
         &self,
         records: &[SqsMessage],
@@ -196,7 +243,7 @@ impl<S: OrderStore> Handler<S> {
                 Outcome::Failed(RecordFailure::Blocked)
             } else {
                 // A panic fails this record only: the others keep their outcomes.
-                AssertUnwindSafe(self.process_one(&records[index], deadline))
+                AssertUnwindSafe(self.process_one(&records[index], fifo, deadline))
                     .catch_unwind()
                     .await
                     .unwrap_or_else(|panic| {
@@ -209,32 +256,82 @@ impl<S: OrderStore> Handler<S> {
         finished
     }
 
-    async fn process_one(&self, record: &SqsMessage, deadline: Instant) -> Outcome {
+    async fn process_one(&self, record: &SqsMessage, fifo: bool, deadline: Instant) -> Outcome {
+        match self.store_one(record, deadline).await {
+            Outcome::Failed(failure) if failure.is_permanent() => {
+                self.dead_letter(record, failure, fifo, deadline).await
+            }
+            outcome => outcome,
+        }
+    }
+
+    /// Send `record`, which failed for good, to the dead-letter queue:
+    /// [`Outcome::DeadLettered`] once it is there, else still failed.
+    async fn dead_letter(
+        &self,
+        record: &SqsMessage,
+        failure: RecordFailure,
+        fifo: bool,
+        deadline: Instant,
+    ) -> Outcome {
+        let message_id = record.message_id.as_deref().unwrap_or_default();
+        let letter = match DeadLetter::new(record, &failure, fifo) {
+            Ok(letter) => letter,
+            Err(unsendable) => {
+                tracing::warn!(message_id, reason = %unsendable, "not dead-lettered: reported failed, for SQS's redrive");
+                return Outcome::Failed(failure);
+            }
+        };
+        match self
+            .dead_letter_backoff
+            .run(deadline, || self.dead_letters.send(&letter))
+            .await
+        {
+            Ok(()) => Outcome::DeadLettered(failure),
+            Err(gave_up) => {
+                let reason = match gave_up {
+                    GaveUp::Failed(e) => e.message,
+                    GaveUp::Deadline(_) => "the invocation's deadline came first".to_owned(),
+                };
+                tracing::warn!(
+                    message_id,
+                    reason,
+                    "dead-letter send failed: reported failed"
+                );
+                Outcome::Failed(failure)
+            }
+        }
+    }
+
+    /// Validate `record` and store its order.
+    async fn store_one(&self, record: &SqsMessage, deadline: Instant) -> Outcome {
         let order = match order::parse(record.body.as_deref().unwrap_or_default()) {
             Ok(order) => order,
             Err(invalid) => return Outcome::Failed(RecordFailure::Invalid(invalid)),
         };
         let id = order.order.order_id.as_str();
-        if self.cache.contains(id, &order.content_hash) {
-            return Outcome::DuplicateSkipped;
-        }
-        match self
-            .backoff
-            .run(deadline, || self.store.put_order(&order))
-            .await
-        {
-            Ok(PutOutcome::Written) => {
-                self.cache.insert(id, order.content_hash);
-                Outcome::Stored
+        let outcome = if self.cache.contains(id, &order.content_hash) {
+            Outcome::DuplicateSkipped
+        } else {
+            match self
+                .backoff
+                .run(deadline, || self.store.put_order(&order))
+                .await
+            {
+                Ok(PutOutcome::Written) => Outcome::Stored,
+                Ok(PutOutcome::AlreadyStored) => Outcome::AlreadyStored,
+                Ok(PutOutcome::Conflict) => Outcome::Failed(RecordFailure::Conflict),
+                Err(GaveUp::Failed(e)) => Outcome::Failed(RecordFailure::Store(e.message)),
+                Err(GaveUp::Deadline(_)) => Outcome::Failed(RecordFailure::Timeout),
             }
-            Ok(PutOutcome::AlreadyStored) => {
-                self.cache.insert(id, order.content_hash);
-                Outcome::AlreadyStored
-            }
-            Ok(PutOutcome::Conflict) => Outcome::Failed(RecordFailure::Conflict),
-            Err(GaveUp::Failed(e)) => Outcome::Failed(RecordFailure::Store(e.message)),
-            Err(GaveUp::Deadline(_)) => Outcome::Failed(RecordFailure::Timeout),
+        };
+        if !matches!(outcome, Outcome::Failed(_)) {
+            self.cache.insert(id, order.content_hash);
+            // In processing order: a FIFO group's lines come in the group's order.
+            let message_id = record.message_id.as_deref().unwrap_or_default();
+            tracing::debug!(message_id, order_id = id, outcome = ?outcome, "order stored");
         }
+        outcome
     }
 
     fn emit_metrics(&self, report: &BatchReport) {
@@ -252,19 +349,20 @@ impl<S: OrderStore> Handler<S> {
                 "DuplicatesInStore",
                 report.count(|o| *o == Outcome::AlreadyStored) as u64,
             )
+            .count("RecordsDeadLettered", report.dead_lettered().count() as u64)
             .count("RecordsFailed", report.failed().count() as u64);
-        let mut by_class: Vec<(&str, u64)> = Vec::new();
-        for (_, failure) in report.failed() {
-            match by_class
-                .iter_mut()
-                .find(|(class, _)| *class == failure.class())
-            {
+        let failed = report.failed().map(|(_, f)| ("Failed", f));
+        let dead_lettered = report.dead_lettered().map(|(_, f)| ("DeadLettered", f));
+        let mut by_class: Vec<(String, u64)> = Vec::new();
+        for (what, failure) in failed.chain(dead_lettered) {
+            let name = format!("{what}_{}", failure.class());
+            match by_class.iter_mut().find(|(known, _)| *known == name) {
                 Some((_, n)) => *n += 1,
-                None => by_class.push((failure.class(), 1)),
+                None => by_class.push((name, 1)),
             }
         }
-        for (class, n) in by_class {
-            emf.count(format!("Failed_{class}"), n);
+        for (name, n) in by_class {
+            emf.count(name, n);
         }
         emf.count("CacheEntries", self.cache.len() as u64)
             .bytes("Rss", shared::memory::snapshot().rss_bytes)
@@ -276,7 +374,13 @@ impl<S: OrderStore> Handler<S> {
 /// Whether the batch is from a FIFO queue, and its lanes (indices into `records`).
 fn lanes(records: &[SqsMessage]) -> (bool, Vec<Vec<usize>>) {
     let group = |r: &SqsMessage| r.attributes.get("MessageGroupId").cloned();
-    let fifo = records.iter().any(|r| group(r).is_some());
+    // A FIFO queue's name ends in `.fifo`. `MessageGroupId` alone does not tell:
+    // standard queues with fair queuing carry it too, without FIFO's ordering.
+    let fifo = records.iter().any(|r| {
+        r.event_source_arn
+            .as_deref()
+            .is_some_and(|arn| arn.ends_with(".fifo"))
+    });
     if !fifo {
         return (false, (0..records.len()).map(|i| vec![i]).collect());
     }

@@ -3,9 +3,11 @@
 
 pub mod cache;
 pub mod config;
+pub mod dead_letter;
 pub mod dynamodb;
 pub mod error;
 pub mod handler;
 pub mod order;
 pub mod retry;
+pub mod sqs;
 pub mod store;

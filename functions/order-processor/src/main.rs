@@ -2,22 +2,29 @@
 
 use aws_sdk_dynamodb::config::retry::RetryConfig;
 use lambda_runtime::service_fn;
-use order_processor::{config::Config, dynamodb::DynamoStore, handler::Handler};
+use order_processor::{
+    config::Config, dynamodb::DynamoStore, handler::Handler, sqs::SqsDeadLetters,
+};
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_runtime::Error> {
     let (init, config) = shared::start_or_exit(Config::from_env);
-    // One client per cold start. Who retries DynamoDB: the order processor
-    // itself, not the SDK. Its retries (`retry.rs`: exponential backoff with
-    // full jitter) stop at each invocation's deadline, so a record still not
-    // stored is reported failed in time for SQS to deliver it again; the SDK's
-    // own retries know no deadline and would multiply the attempts, so they
-    // are off.
+    // One client per service per cold start. Who retries DynamoDB and SQS:
+    // the order processor itself, not the SDK. Its retries (`retry.rs`:
+    // exponential backoff with full jitter, each attempt cut off) stop at each
+    // invocation's deadline, so a record still not stored (or dead-lettered)
+    // is reported failed in time for SQS to deliver it again; the SDK's own
+    // retries know no deadline and would multiply the attempts, so they are
+    // off.
     let sdk = aws_config::defaults(aws_config::BehaviorVersion::latest())
         .retry_config(RetryConfig::disabled())
         .load()
         .await;
     let store = DynamoStore::new(aws_sdk_dynamodb::Client::new(&sdk), &config.table_name);
-    let handler = Handler::new(store, &config);
+    let dead_letters = SqsDeadLetters::new(
+        aws_sdk_sqs::Client::new(&sdk),
+        &config.dead_letter_queue_url,
+    );
+    let handler = Handler::new(store, dead_letters, &config);
     shared::run(&init, service_fn(|event| handler.handle(event))).await
 }

@@ -1,11 +1,18 @@
-//! Retrying transient store errors: exponential backoff with full jitter,
-//! never past the invocation's deadline.
+//! Retrying transient errors of a write (an order to the store, a message to
+//! the dead-letter queue): exponential backoff with full jitter, never past
+//! the invocation's deadline.
 //!
-//! This is the only retry of a DynamoDB write: `main.rs` builds the SDK client
-//! with its retries disabled, so every attempt is made (and counted, and cut
-//! off at the deadline) here. The handler passes the invocation's
-//! [`Deadline`](shared::invocation::Deadline) as a tokio [`Instant`], so the
-//! waits follow tokio's clock (paused in tests).
+//! This is the only retry of those writes: `main.rs` builds the SDK clients
+//! with their retries disabled, so every attempt is made (and counted, and cut
+//! off) here. An attempt gets at most [`Backoff::attempt_timeout`], and at
+//! most half the time left before the deadline (the last attempt: all of it),
+//! so that a request that hangs (a connection nobody answers) is abandoned
+//! and tried again while there is time. An attempt cut off may still have
+//! been applied: the writes retried here are idempotent (the conditional
+//! `PutItem`; a FIFO dead-letter send deduplicated by the message id) or at
+//! worst repeated (a standard queue's dead letter). The handler passes the
+//! invocation's [`Deadline`](shared::invocation::Deadline) as a tokio
+//! [`Instant`], so the waits follow tokio's clock (paused in tests).
 
 use crate::store::StoreError;
 use std::future::Future;
@@ -21,6 +28,8 @@ pub struct Backoff {
     pub cap: Duration,
     /// Attempts in all, the first included.
     pub max_attempts: u32,
+    /// Longest wait for one attempt's answer.
+    pub attempt_timeout: Duration,
 }
 
 impl Default for Backoff {
@@ -29,6 +38,9 @@ impl Default for Backoff {
             base: Duration::from_millis(25),
             cap: Duration::from_secs(2),
             max_attempts: 8,
+            // A PutItem or SendMessage answers in milliseconds; one that has
+            // not answered in 2 s is stuck on a bad connection.
+            attempt_timeout: Duration::from_secs(2),
         }
     }
 }
@@ -55,7 +67,9 @@ impl Backoff {
     }
 
     /// Run `op` until it succeeds, fails permanently, runs out of attempts, or
-    /// would outlive `deadline` (each attempt is also cut off there).
+    /// would outlive `deadline`. Each attempt is cut off after
+    /// [`attempt_timeout`](Self::attempt_timeout) or half the time left (the
+    /// last one at the deadline), which counts as a transient error.
     pub async fn run<T, F, Fut>(&self, deadline: Instant, mut op: F) -> Result<T, GaveUp>
     where
         F: FnMut() -> Fut,
@@ -63,8 +77,20 @@ impl Backoff {
     {
         let mut last = None;
         for attempt in 1..=self.max_attempts {
-            let error = match tokio::time::timeout_at(deadline, op()).await {
-                Err(_elapsed) => return Err(GaveUp::Deadline(last)),
+            let now = Instant::now();
+            let left = deadline.saturating_duration_since(now);
+            let share = if attempt == self.max_attempts {
+                left
+            } else {
+                left / 2
+            };
+            let cut_off = now + self.attempt_timeout.min(share);
+            let error = match tokio::time::timeout_at(cut_off, op()).await {
+                Err(_elapsed) if cut_off >= deadline => return Err(GaveUp::Deadline(last)),
+                Err(_elapsed) => StoreError::transient(format!(
+                    "no answer within {} ms",
+                    (cut_off - now).as_millis()
+                )),
                 Ok(Ok(value)) => return Ok(value),
                 Ok(Err(e)) if !e.retryable => return Err(GaveUp::Failed(e)),
                 Ok(Err(e)) => e,
@@ -161,10 +187,53 @@ mod tests {
         .await;
         assert!(matches!(result, Err(GaveUp::Deadline(Some(_)))));
         assert!(Instant::now() <= deadline);
-        // A hanging attempt is cut off at the deadline too.
-        let result: Result<(), _> = Backoff::default()
-            .run(start + Duration::from_secs(1), std::future::pending)
+        // Attempts that never answer are cut off, the last at the deadline.
+        let deadline = Instant::now() + Duration::from_secs(1);
+        let result: Result<(), _> = Backoff::default().run(deadline, std::future::pending).await;
+        assert!(matches!(result, Err(GaveUp::Deadline(_))), "{result:?}");
+        assert!(Instant::now() <= deadline);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_attempt_that_never_answers_is_cut_off_and_retried() {
+        let calls = AtomicU32::new(0);
+        let start = Instant::now();
+        let deadline = start + Duration::from_secs(30);
+        let result = Backoff::default()
+            .run(deadline, || {
+                let first = calls.fetch_add(1, Ordering::SeqCst) == 0;
+                async move {
+                    if first {
+                        std::future::pending::<()>().await;
+                    }
+                    Ok(7)
+                }
+            })
             .await;
-        assert_eq!(result, Err(GaveUp::Deadline(None)));
+        assert_eq!(result, Ok(7));
+        assert_eq!(calls.load(Ordering::SeqCst), 2);
+        let waited = start.elapsed();
+        let most = Backoff::default().attempt_timeout + Backoff::default().base;
+        assert!(waited <= most, "{waited:?}");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn with_little_time_left_an_attempt_gets_half_of_it() {
+        let calls = AtomicU32::new(0);
+        let start = Instant::now();
+        let deadline = start + Duration::from_millis(1_000);
+        let result = Backoff::default()
+            .run(deadline, || {
+                let first = calls.fetch_add(1, Ordering::SeqCst) == 0;
+                async move {
+                    if first {
+                        std::future::pending::<()>().await;
+                    }
+                    Ok(7)
+                }
+            })
+            .await;
+        assert_eq!(result, Ok(7));
+        assert!(start.elapsed() < Duration::from_millis(600));
     }
 }

@@ -16,12 +16,13 @@ pub enum PutOutcome {
     Conflict,
 }
 
-/// A write that did not happen.
+/// A write that did not happen: of an order, or of a dead letter
+/// (`dead_letter.rs`), both retried by `retry.rs`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoreError {
     /// Worth trying again (throttling, a 5xx, a network error).
     pub retryable: bool,
-    /// What went wrong, without the order's content.
+    /// What went wrong, without the order's content or the message body.
     pub message: String,
 }
 

@@ -1,26 +1,42 @@
 //! The handler's batch semantics through `Handler::process` and
-//! `Handler::handle`, with the in-memory store of `testkit::store`: which
-//! records are acknowledged, the cache, FIFO lanes, panics, retries and the
-//! deadline.
+//! `Handler::handle`, with the in-memory store of `testkit::store` and
+//! dead-letter queue of `testkit::dead_letters`: which records are
+//! acknowledged, dead-lettered or reported failed, the cache, FIFO lanes,
+//! panics, retries and the deadline.
 
 use aws_lambda_events::sqs::{SqsBatchResponse, SqsEvent, SqsMessage};
 use lambda_runtime::{Diagnostic, LambdaEvent};
 use order_processor::config::Config;
+use order_processor::dead_letter::{Fifo, attr};
 use order_processor::error::Error;
 use order_processor::handler::{BatchReport, Handler, Outcome};
 use order_processor::store::StoreError;
 use shared::invocation::Deadline;
 use std::collections::HashMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use testkit::dead_letters::{self, MemoryDeadLetters};
 use testkit::store::MemoryOrders;
 use tokio::time::Instant;
 
+type TestHandler = Handler<MemoryOrders, MemoryDeadLetters>;
+
 fn config() -> Config {
-    Config::from_env(&[("TABLE_NAME", "orders"), ("CACHE_CAPACITY", "100")]).expect("config")
+    Config::from_env(&[
+        ("TABLE_NAME", "orders"),
+        ("CACHE_CAPACITY", "100"),
+        ("DEAD_LETTER_QUEUE_URL", dead_letters::QUEUE_URL),
+    ])
+    .expect("config")
 }
 
-fn handler(store: MemoryOrders) -> Handler<MemoryOrders> {
-    Handler::new(store, &config())
+fn handler(store: MemoryOrders) -> TestHandler {
+    Handler::new(store, MemoryDeadLetters::new(), &config())
+}
+
+/// A handler whose every dead-letter send fails.
+fn handler_without_dead_letters(store: MemoryOrders) -> TestHandler {
+    let down = MemoryDeadLetters::failing(StoreError::transient("SQS unreachable"));
+    Handler::new(store, down, &config())
 }
 
 fn order_body(id: &str, customer: &str) -> String {
@@ -35,7 +51,16 @@ fn record(id: &str, body: Option<String>, group: Option<&str>) -> SqsMessage {
     m.body = body;
     if let Some(group) = group {
         m.attributes = HashMap::from([("MessageGroupId".to_owned(), group.to_owned())]);
+        m.event_source_arn = Some("arn:aws:sqs:us-east-1:123456789012:orders.fifo".to_owned());
     }
+    m
+}
+
+/// A record of a standard queue with fair queuing: it carries a
+/// `MessageGroupId`, but its queue is not FIFO.
+fn fair_record(id: &str, body: Option<String>, group: &str) -> SqsMessage {
+    let mut m = record(id, body, Some(group));
+    m.event_source_arn = Some("arn:aws:sqs:us-east-1:123456789012:orders".to_owned());
     m
 }
 
@@ -52,11 +77,33 @@ fn outcome_of<'a>(report: &'a BatchReport, id: &str) -> &'a Outcome {
         .1
 }
 
+/// The class of a record reported failed.
 fn class_of(report: &BatchReport, id: &str) -> Option<&'static str> {
     match outcome_of(report, id) {
         Outcome::Failed(f) => Some(f.class()),
         _ => None,
     }
+}
+
+/// The class of a record sent to the dead-letter queue.
+fn dead_letter_class(report: &BatchReport, id: &str) -> Option<&'static str> {
+    match outcome_of(report, id) {
+        Outcome::DeadLettered(f) => Some(f.class()),
+        _ => None,
+    }
+}
+
+/// The source message ids of the dead letters sent, in order.
+fn dead_lettered_ids(h: &TestHandler) -> Vec<String> {
+    h.dead_letters()
+        .sent()
+        .iter()
+        .map(|l| {
+            l.attribute(attr::SOURCE_MESSAGE_ID)
+                .unwrap_or_default()
+                .to_owned()
+        })
+        .collect()
 }
 
 /// The message ids a response reports in `batchItemFailures`, in order.
@@ -101,17 +148,63 @@ async fn mixed_batch_acknowledges_exactly_the_stored_orders() {
         o,
         Outcome::Stored | Outcome::AlreadyStored | Outcome::DuplicateSkipped
     )));
-    assert_eq!(class_of(&report, "m2"), Some("invalid_json"));
-    assert_eq!(class_of(&report, "m3"), Some("schema"));
+    // Invalid and conflicting: in the dead-letter queue, acknowledged.
+    assert_eq!(dead_letter_class(&report, "m2"), Some("invalid_json"));
+    assert_eq!(dead_letter_class(&report, "m3"), Some("schema"));
+    assert_eq!(dead_letter_class(&report, "m7"), Some("conflict"));
+    // No body to send (SQS refuses empty messages): reported failed.
     assert_eq!(class_of(&report, "m4"), Some("empty_body"));
     assert_eq!(class_of(&report, "m5"), Some("empty_body"));
-    assert_eq!(class_of(&report, "m7"), Some("conflict"));
     assert_eq!(class_of(&report, "m8"), Some("panic"));
     assert_eq!(*outcome_of(&report, "m9"), Outcome::Stored);
     let failed = failed_ids(report.response());
-    assert_eq!(failed, ["m2", "m3", "m4", "m5", "m7", "m8"]);
+    assert_eq!(failed, ["m4", "m5", "m8"]);
+    let mut dead = dead_lettered_ids(&h);
+    dead.sort();
+    assert_eq!(dead, ["m2", "m3", "m7"]);
     // Stored: o-9 (seed), o-1, o-2; the conflicting o-9 did not overwrite.
     assert_eq!(h.store().stored(), 3);
+}
+
+#[tokio::test]
+async fn a_dead_letter_carries_the_body_the_attributes_and_the_reason() {
+    let h = handler(MemoryOrders::new());
+    let mut bad = record("m1", Some(r#"{"order_id":"o-1"}"#.into()), None);
+    let mut trace = aws_lambda_events::sqs::SqsMessageAttribute::default();
+    trace.data_type = Some("String".into());
+    trace.string_value = Some("t-42".into());
+    bad.message_attributes.insert("trace".into(), trace);
+    let report = h.process(&[bad], soon()).await.expect("report");
+    assert!(report.response().batch_item_failures.is_empty());
+    let sent = h.dead_letters().sent();
+    let [letter] = sent.as_slice() else {
+        panic!("one dead letter: {sent:?}");
+    };
+    assert_eq!(letter.body, r#"{"order_id":"o-1"}"#);
+    assert_eq!(letter.attribute("trace"), Some("t-42"));
+    assert_eq!(letter.attribute(attr::FAILURE_CLASS), Some("schema"));
+    assert_eq!(
+        letter.attribute(attr::FAILURE_REASON),
+        Some("not a valid order: missing field `customer_id` at line 1 column 18")
+    );
+    assert_eq!(letter.attribute(attr::SOURCE_MESSAGE_ID), Some("m1"));
+    assert_eq!(letter.fifo, None);
+}
+
+#[tokio::test(start_paused = true)]
+async fn when_the_dead_letter_queue_fails_invalid_records_are_reported_failed() {
+    let h = handler_without_dead_letters(MemoryOrders::new());
+    let records = [
+        record("m1", Some(order_body("o-1", "c")), None),
+        record("m2", Some("{not json".into()), None),
+        record("m3", Some(order_body("o-3", "c")), None),
+    ];
+    let report = h.process(&records, soon()).await.expect("report");
+    assert_eq!(class_of(&report, "m2"), Some("invalid_json"));
+    assert_eq!(failed_ids(report.response()), ["m2"]);
+    assert_eq!(h.store().stored(), 2);
+    // Tried again, a few times, within the deadline.
+    assert_eq!(h.dead_letters().calls(), 3);
 }
 
 #[tokio::test]
@@ -134,28 +227,92 @@ async fn a_redelivery_is_skipped_by_the_cache() {
     assert!(again.response().batch_item_failures.is_empty());
 }
 
-#[tokio::test]
-async fn fifo_failure_blocks_the_rest_of_its_group_only() {
-    let h = handler(MemoryOrders::new());
-    let records = [
+/// Group A: a valid order, a poison message, two valid orders; group B
+/// interleaved.
+fn fifo_batch() -> [SqsMessage; 7] {
+    [
         record("a1", Some(order_body("o-a1", "c")), Some("A")),
         record("b1", Some(order_body("o-b1", "c")), Some("B")),
         record("a2", Some("bad".into()), Some("A")),
         record("b2", Some(order_body("o-b2", "c")), Some("B")),
         record("a3", Some(order_body("o-a3", "c")), Some("A")),
         record("b3", Some(order_body("o-b3", "c")), Some("B")),
-    ];
-    let report = h.process(&records, soon()).await.expect("report");
+        record("a4", Some(order_body("o-a4", "c")), Some("A")),
+    ]
+}
+
+#[tokio::test]
+async fn fifo_poison_message_is_dead_lettered_and_its_group_goes_on() {
+    let h = handler(MemoryOrders::new());
+    let report = h.process(&fifo_batch(), soon()).await.expect("report");
+    assert_eq!(dead_letter_class(&report, "a2"), Some("invalid_json"));
+    for id in ["a1", "a3", "a4", "b1", "b2", "b3"] {
+        assert_eq!(*outcome_of(&report, id), Outcome::Stored, "{id}");
+    }
+    assert!(report.response().batch_item_failures.is_empty());
+    assert_eq!(h.store().stored(), 6);
+    let sent = h.dead_letters().sent();
+    let [letter] = sent.as_slice() else {
+        panic!("one dead letter: {sent:?}");
+    };
+    assert_eq!(letter.body, "bad");
+    assert_eq!(
+        letter.fifo,
+        Some(Fifo {
+            group_id: "A".into(),
+            deduplication_id: "a2".into()
+        })
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn fifo_poison_message_blocks_its_group_when_it_cannot_be_dead_lettered() {
+    let h = handler_without_dead_letters(MemoryOrders::new());
+    let report = h.process(&fifo_batch(), soon()).await.expect("report");
     assert_eq!(*outcome_of(&report, "a1"), Outcome::Stored);
     assert_eq!(class_of(&report, "a2"), Some("invalid_json"));
     assert_eq!(class_of(&report, "a3"), Some("fifo_blocked"));
+    assert_eq!(class_of(&report, "a4"), Some("fifo_blocked"));
     for id in ["b1", "b2", "b3"] {
         assert_eq!(*outcome_of(&report, id), Outcome::Stored, "{id}");
     }
-    // o-a3 was never attempted.
+    // o-a3 and o-a4 were never attempted.
     assert_eq!(h.store().stored(), 4);
     let failed = failed_ids(report.response());
-    assert_eq!(failed, ["a2", "a3"]);
+    assert_eq!(failed, ["a2", "a3", "a4"]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn fifo_transient_failure_still_blocks_its_group() {
+    let h = handler(MemoryOrders::new().fail_order("o-a1", StoreError::transient("throttled")));
+    let report = h.process(&fifo_batch(), soon()).await.expect("report");
+    assert_eq!(class_of(&report, "a1"), Some("store"));
+    for id in ["a2", "a3", "a4"] {
+        assert_eq!(class_of(&report, id), Some("fifo_blocked"), "{id}");
+    }
+    for id in ["b1", "b2", "b3"] {
+        assert_eq!(*outcome_of(&report, id), Outcome::Stored, "{id}");
+    }
+    assert_eq!(h.dead_letters().calls(), 0, "a2 was never looked at");
+}
+
+#[tokio::test]
+async fn a_fair_standard_queue_is_not_fifo_despite_its_group_ids() {
+    let h = handler(MemoryOrders::new().fail_order("o-a1", StoreError::transient("throttled")));
+    let records = [
+        fair_record("a1", Some(order_body("o-a1", "c")), "A"),
+        fair_record("a2", Some(order_body("o-a2", "c")), "A"),
+        fair_record("a3", Some("garbage".to_owned()), "A"),
+    ];
+    let report = h.process(&records, soon()).await.expect("report");
+    assert_eq!(class_of(&report, "a1"), Some("store"));
+    assert_eq!(*outcome_of(&report, "a2"), Outcome::Stored, "not blocked");
+    let sent = h.dead_letters().sent();
+    assert_eq!(sent.len(), 1);
+    assert!(
+        sent[0].fifo.is_none(),
+        "no group or deduplication id for a standard queue"
+    );
 }
 
 #[tokio::test]
@@ -172,17 +329,22 @@ async fn fifo_panic_blocks_its_group() {
     assert_eq!(*outcome_of(&report, "b1"), Outcome::Stored);
 }
 
-#[tokio::test]
-async fn empty_and_all_failed_batches() {
+#[tokio::test(start_paused = true)]
+async fn empty_and_all_invalid_batches() {
     let h = handler(MemoryOrders::new());
     let report = h.process(&[], soon()).await.expect("empty");
     assert!(report.response().batch_item_failures.is_empty());
     let records: Vec<_> = (0..4)
         .map(|i| record(&format!("m{i}"), Some(format!("garbage {i}")), None))
         .collect();
+    let report = h.process(&records, soon()).await.expect("all invalid");
+    assert!(report.response().batch_item_failures.is_empty());
+    assert_eq!(report.dead_lettered().count(), 4);
+    assert_eq!(h.dead_letters().sent().len(), 4);
+    assert_eq!(h.store().calls(), 0);
+    let h = handler_without_dead_letters(MemoryOrders::new());
     let report = h.process(&records, soon()).await.expect("all failed");
     assert_eq!(report.response().batch_item_failures.len(), 4);
-    assert_eq!(h.store().calls(), 0);
 }
 
 #[tokio::test]
@@ -222,6 +384,15 @@ async fn transient_errors_are_retried_and_permanent_ones_fail_the_record() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_store_call_that_never_answers_is_cut_off_and_retried() {
+    let h = handler(MemoryOrders::new().hang_first(1));
+    let records = [record("m1", Some(order_body("o-1", "c")), None)];
+    let report = h.process(&records, soon()).await.expect("report");
+    assert_eq!(*outcome_of(&report, "m1"), Outcome::Stored);
+    assert_eq!(h.store().calls(), 2);
+}
+
+#[tokio::test(start_paused = true)]
 async fn the_deadline_fails_what_is_not_stored() {
     let h = handler(MemoryOrders::new().fail_first(usize::MAX, StoreError::transient("throttled")));
     let deadline = Instant::now() + Duration::from_millis(500);
@@ -236,7 +407,6 @@ async fn the_deadline_fails_what_is_not_stored() {
 
 #[tokio::test]
 async fn handle_answers_lambda_with_the_failures() {
-    let h = handler(MemoryOrders::new());
     let mut event = SqsEvent::default();
     event.records = vec![
         record("m1", Some(order_body("o-1", "c")), None),
@@ -250,10 +420,15 @@ async fn handle_answers_lambda_with_the_failures() {
             .as_millis(),
     )
     .expect("ms");
-    let response = h
-        .handle(LambdaEvent::new(event, context))
-        .await
-        .expect("response");
-    let failed = failed_ids(response);
-    assert_eq!(failed, ["m2"]);
+    // The invalid m2 is dead-lettered, or reported failed when it cannot be.
+    for (h, expected) in [
+        (handler(MemoryOrders::new()), &[] as &[&str]),
+        (handler_without_dead_letters(MemoryOrders::new()), &["m2"]),
+    ] {
+        let response = h
+            .handle(LambdaEvent::new(event.clone(), context.clone()))
+            .await
+            .expect("response");
+        assert_eq!(failed_ids(response), expected);
+    }
 }

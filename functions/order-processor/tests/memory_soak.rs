@@ -13,6 +13,7 @@ use order_processor::handler::Handler;
 use shared::allocator::{self, Policy};
 use shared::invocation::Deadline;
 use std::time::{Duration, Instant};
+use testkit::dead_letters::{self, MemoryDeadLetters};
 use testkit::store::MemoryOrders;
 
 const ORDERS: u64 = 200_000;
@@ -26,8 +27,16 @@ fn batch(first: u64) -> Vec<SqsMessage> {
 #[tokio::test]
 async fn rss_stays_flat_over_200k_orders() {
     allocator::apply(Policy::Prompt).expect("policy");
-    let config = Config::from_env(&[("TABLE_NAME", "orders")]).expect("config");
-    let handler = Handler::new(MemoryOrders::accept_all(), &config);
+    let config = Config::from_env(&[
+        ("TABLE_NAME", "orders"),
+        ("DEAD_LETTER_QUEUE_URL", dead_letters::QUEUE_URL),
+    ])
+    .expect("config");
+    let handler = Handler::new(
+        MemoryOrders::accept_all(),
+        MemoryDeadLetters::new(),
+        &config,
+    );
     let mut warm_rss = 0;
     let mut peak_after_warm_up = 0;
     let mut first = 0;

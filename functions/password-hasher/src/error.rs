@@ -1,8 +1,9 @@
 //! Why a request got no answer: the one error type of an invocation, with its
 //! `errorType` (direct invoke) and its HTTP status (Function URL).
 //!
-//! No message ever contains a password: parse errors are written by hand in
-//! [`crate::request`], the others quote only counts, costs and durations.
+//! No message ever contains a password or a field name the caller chose:
+//! parse errors are written by hand in [`crate::request`], the others quote
+//! only counts, costs, vCPUs and durations.
 
 use crate::hashing::HashingError;
 use crate::request::Invalid;
@@ -22,7 +23,7 @@ pub enum Error {
     /// The estimated work would not finish before the deadline; refused before
     /// any hashing (`DeadlineTooShort`, HTTP 400).
     #[error(
-        "{hashes} hash(es) at cost {cost} on {workers} worker(s) need about {:.1} s; {:.1} s are left before the deadline: send smaller batches or a lower cost",
+        "{hashes} hash(es) at cost {cost} on {workers} worker(s) sharing {vcpus:.2} vCPU(s) need about {:.1} s; {:.1} s are left before the deadline: send smaller batches or a lower cost",
         .estimate.as_secs_f64(),
         .left.as_secs_f64()
     )]
@@ -33,6 +34,8 @@ pub enum Error {
         cost: u32,
         /// Pool threads sharing them.
         workers: usize,
+        /// The CPU they share, in vCPUs (see [`crate::hashing::parallelism`]).
+        vcpus: f64,
         /// How long they would take, from the cold-start calibration.
         estimate: Duration,
         /// Time left to work before the deadline.
@@ -83,6 +86,7 @@ mod tests {
             hashes: 1_000,
             cost: 14,
             workers: 2,
+            vcpus: 1.0175,
             estimate: Duration::from_millis(128_000),
             left: Duration::from_secs(20),
         };
@@ -119,12 +123,13 @@ mod tests {
             hashes: 1_000,
             cost: 14,
             workers: 2,
+            vcpus: 1.0175,
             estimate: Duration::from_millis(128_000),
             left: Duration::from_secs(20),
         };
         assert_eq!(
             error.to_string(),
-            "1000 hash(es) at cost 14 on 2 worker(s) need about 128.0 s; 20.0 s are left before the deadline: send smaller batches or a lower cost"
+            "1000 hash(es) at cost 14 on 2 worker(s) sharing 1.02 vCPU(s) need about 128.0 s; 20.0 s are left before the deadline: send smaller batches or a lower cost"
         );
     }
 }

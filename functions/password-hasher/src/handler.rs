@@ -6,17 +6,20 @@
 //! is an HTTP 400 (405 for a method other than POST, 500 for a bug) with
 //! `{"error": …, "errorType": …}`. See [`Error`].
 //!
+//! The runtime hands the payload over unparsed ([`RawValue`]); it is parsed
+//! once, here ([`request::payload`]).
+//!
 //! Where the CPU work runs:
-//! - on the tokio thread serving the invocation: decoding a Function URL's
-//!   body, parsing and validating the request ([`request`]), the time
-//!   estimate and building the answer. All linear in the payload, which
-//!   Lambda bounds at 6 MB, and cheap next to bcrypt;
+//! - on the tokio thread serving the invocation: parsing the payload,
+//!   decoding a Function URL's body, parsing and validating the request
+//!   ([`request`]), the time estimate and building the answer. All linear in
+//!   the payload, which Lambda bounds at 6 MB, and cheap next to bcrypt;
 //! - on the Rayon pool: bcrypt, the whole batch handed over at once with
 //!   [`hashing::on_pool`] and awaited through a oneshot channel, so the
 //!   tokio thread never runs a hash.
 //!
-//! A batch whose estimated time would not fit before the invocation's
-//! [`Deadline`] (the shared rule) is refused before any hashing.
+//! A batch whose estimated time ([`Estimator`]) would not fit before the
+//! invocation's [`Deadline`] (the shared rule) is refused before any hashing.
 
 use crate::config::Limits;
 use crate::error::Error;
@@ -24,6 +27,7 @@ use crate::hashing::{self, Estimator};
 use crate::request::{self, Request};
 use crate::secret::wipe_json;
 use lambda_runtime::{Diagnostic, LambdaEvent};
+use serde_json::value::RawValue;
 use serde_json::{Value, json};
 use shared::invocation::Deadline;
 use std::time::Instant;
@@ -50,14 +54,16 @@ impl Handler {
     }
 
     /// The Lambda entry point: a direct invocation or a Function URL request.
-    pub async fn handle(&self, event: LambdaEvent<Value>) -> Result<Value, Diagnostic> {
+    pub async fn handle(&self, event: LambdaEvent<Box<RawValue>>) -> Result<Value, Diagnostic> {
         let deadline = Deadline::from_context(&event.context);
-        let payload = event.payload;
-        if is_function_url(&payload) {
-            return Ok(self.serve_url(payload, deadline).await);
-        }
-        let answer = match request::from_value(payload, &self.limits) {
-            Ok(request) => self.serve(request, deadline).await,
+        let answer = match request::payload(event.payload) {
+            Ok(payload) if is_function_url(&payload) => {
+                return Ok(self.serve_url(payload, deadline).await);
+            }
+            Ok(payload) => match request::from_value(payload, &self.limits) {
+                Ok(request) => self.serve(request, deadline).await,
+                Err(invalid) => Err(invalid.into()),
+            },
             Err(invalid) => Err(invalid.into()),
         };
         answer.map_err(|error| {
@@ -111,27 +117,27 @@ impl Handler {
     /// before `deadline`, else run it on the pool.
     pub async fn serve(&self, request: Request, deadline: Deadline) -> Result<Value, Error> {
         let started = Instant::now();
-        let workers = self.init.vcpus.workers;
+        let vcpus = &self.init.vcpus;
+        let workers = vcpus.workers;
+        let max_cost = self.limits.max_cost;
+        let items = request.len();
         let (hashes, cost) = match &request {
             Request::Hash { passwords, cost } => (passwords.len(), *cost),
-            // Verify's cost is each hash's own, at most the limit.
-            Request::Verify { items } => (
-                items.len(),
-                items
-                    .iter()
-                    .filter_map(|(_, h)| hashing::cost_of(h))
-                    .filter(|c| *c <= self.limits.max_cost)
-                    .max()
-                    .unwrap_or(self.limits.min_cost),
-            ),
+            // Only the pairs that reach bcrypt, each at its hash's own cost:
+            // counted at the highest of them.
+            Request::Verify { items } => items
+                .iter()
+                .filter_map(|pair| hashing::verify_cost(pair, max_cost).ok())
+                .fold((0, self.limits.min_cost), |(n, max), c| (n + 1, max.max(c))),
         };
-        let estimate = self.estimator.estimate(hashes, cost, workers);
+        let estimate = self.estimator.estimate(hashes, cost, vcpus);
         let left = deadline.remaining();
         if estimate.as_secs_f64() > left.as_secs_f64() * DEADLINE_SHARE {
             return Err(Error::DeadlineTooShort {
                 hashes,
                 cost,
                 workers,
+                vcpus: hashing::parallelism(vcpus),
                 estimate,
                 left,
             });
@@ -140,7 +146,6 @@ impl Handler {
             Request::Hash { .. } => "hash",
             Request::Verify { .. } => "verify",
         };
-        let max_cost = self.limits.max_cost;
         let (field, results) = hashing::on_pool(move || match request {
             Request::Hash { passwords, cost } => {
                 hashing::hash_all(&passwords, cost).map(|h| ("hashes", json!(h)))
@@ -161,7 +166,8 @@ impl Handler {
         let duration_ms = started.elapsed().as_secs_f64() * 1000.0;
         tracing::info!(
             operation,
-            items = hashes,
+            items,
+            hashes,
             cost,
             workers,
             duration_ms,
@@ -192,13 +198,29 @@ mod tests {
     use base64::Engine;
     use std::time::Duration;
 
+    /// A handler at `memory_mb` on a 64-core host, `workers` threads if given,
+    /// timed by `estimator`.
+    fn handler_at(memory_mb: &str, workers: Option<&str>, estimator: Estimator) -> Handler {
+        let mut init = shared::Init::decide(&[]).expect("init");
+        init.vcpus = shared::vcpus::detect(&shared::vcpus::Inputs {
+            worker_count: workers.map(str::to_owned),
+            memory_mb: Some(memory_mb.to_owned()),
+            cgroup: shared::vcpus::Cgroup::Absent,
+            available: 64,
+        })
+        .expect("vcpus");
+        Handler::new(init, Limits::default(), estimator)
+    }
+
+    /// Two workers on two whole vCPUs.
     fn handler() -> Handler {
-        let init = shared::Init::decide(&[("WORKER_COUNT", "2")]).expect("init");
-        Handler::new(
-            init,
-            Limits::default(),
-            Estimator::from_sample(Duration::from_millis(1), 6),
-        )
+        let estimator = Estimator::from_sample(Duration::from_millis(1), 6);
+        handler_at("3538", Some("2"), estimator)
+    }
+
+    fn event(payload: &Value) -> LambdaEvent<Box<RawValue>> {
+        let raw = serde_json::value::to_raw_value(payload).expect("raw");
+        LambdaEvent::new(raw, lambda_runtime::Context::default())
     }
 
     fn soon() -> Deadline {
@@ -238,6 +260,43 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn one_bad_pair_is_that_items_error_and_the_rest_go_on() {
+        let h = handler();
+        let hash = bcrypt::hash_with_result("pw", 4)
+            .expect("hash")
+            .format_for_version(bcrypt::Version::TwoB);
+        let over_max = format!("$2b$15${}", &hash[7..]);
+        for (bad, error) in [
+            (
+                json!({"password": "x".repeat(73), "hash": hash}),
+                "password is 73 bytes; bcrypt uses at most 72 (longer passwords are refused, not truncated)",
+            ),
+            (
+                json!({"password": "p\u{0}w", "hash": hash}),
+                "password contains a NUL byte",
+            ),
+            (
+                json!({"password": "pw", "hash": over_max}),
+                "hash cost 15 is above the allowed maximum",
+            ),
+        ] {
+            let mut items = vec![json!({"password": "pw", "hash": hash}); 84];
+            items[13] = bad;
+            let request = request::from_value(
+                json!({"operation": "verify", "items": items}),
+                &Limits::default(),
+            )
+            .expect("one bad pair does not refuse the batch");
+            let answer = h.serve(request, soon()).await.expect("verify");
+            let results = answer["results"].as_array().expect("results");
+            assert_eq!(results.len(), 84);
+            assert_eq!(results[13], json!({ "error": error }));
+            let valid = results.iter().filter(|r| **r == json!({"valid": true}));
+            assert_eq!(valid.count(), 83);
+        }
+    }
+
+    #[tokio::test]
     async fn work_that_cannot_finish_is_refused_up_front() {
         // Calibrated at 1 ms per cost-6 hash: 1,000 hashes at cost 14 on two
         // workers need about 128 s.
@@ -255,6 +314,55 @@ mod tests {
             refusal.to_string().contains("1000 hash(es) at cost 14"),
             "{refusal}"
         );
+    }
+
+    #[tokio::test]
+    async fn a_batch_that_fits_whole_vcpus_but_not_the_real_share_is_refused() {
+        // 200 hashes of 16 ms each on a whole vCPU (as timed): 1.6 s on two
+        // whole vCPUs, about 3.1 s on the 1.02 vCPUs of 1,800 MB (two
+        // workers too). With 3 s left, 80% is 2.4 s: only the first fits.
+        let timed = Estimator::from_sample(Duration::from_millis(16), 4);
+        let request =
+            || valid(json!({"operation": "hash", "cost": 4, "passwords": vec!["pw"; 200]}));
+        let three_seconds = || Deadline::at(Instant::now() + Duration::from_secs(3));
+        let whole = handler_at("3538", None, timed);
+        let answer = whole.serve(request(), three_seconds()).await.expect("fits");
+        assert_eq!(answer["hashes"].as_array().map(Vec::len), Some(200));
+        let fraction = handler_at("1800", None, timed);
+        assert_eq!(fraction.init.vcpus.workers, 2);
+        let refusal = fraction
+            .serve(request(), three_seconds())
+            .await
+            .expect_err("does not fit the share");
+        assert_eq!(refusal.error_type(), "DeadlineTooShort");
+        assert!(
+            refusal.to_string().starts_with(
+                "200 hash(es) at cost 4 on 2 worker(s) sharing 1.02 vCPU(s) need about 3.1 s"
+            ),
+            "{refusal}"
+        );
+    }
+
+    #[tokio::test]
+    async fn verify_estimates_only_the_pairs_that_reach_bcrypt() {
+        // 1,000 pairs refused without hashing (malformed, over MAX_COST, a
+        // long password) are no work, whatever their number.
+        let items: Vec<Value> = (0..1_000)
+            .map(|i| match i % 3 {
+                0 => json!({"password": "pw", "hash": "not a hash"}),
+                1 => json!({"password": "pw", "hash": format!("$2b$31${}", "a".repeat(53))}),
+                _ => json!({"password": "x".repeat(73), "hash": format!("$2b$14${}", "a".repeat(53))}),
+            })
+            .collect();
+        let almost_none = Deadline::at(Instant::now() + Duration::from_millis(100));
+        let answer = handler()
+            .serve(
+                valid(json!({"operation": "verify", "items": items})),
+                almost_none,
+            )
+            .await
+            .expect("no hashing needed");
+        assert_eq!(answer["results"].as_array().map(Vec::len), Some(1_000));
     }
 
     #[tokio::test]
@@ -299,13 +407,40 @@ mod tests {
 
     #[tokio::test]
     async fn direct_invoke_errors_are_function_errors() {
-        let event = LambdaEvent::new(
-            json!({"operation": "hash", "cost": 32, "passwords": ["hunter2"]}),
-            lambda_runtime::Context::default(),
-        );
-        let err = handler().handle(event).await.expect_err("cost 32");
+        let h = handler();
+        let err = h
+            .handle(event(
+                &json!({"operation": "hash", "cost": 32, "passwords": ["hunter2"]}),
+            ))
+            .await
+            .expect_err("cost 32");
         assert_eq!(err.error_type, "InvalidRequest");
         assert!(err.error_message.contains("cost 32"));
         assert!(!err.error_message.contains("hunter2"));
+        // JSON the runtime passes on unparsed, that the parser refuses.
+        let lone_surrogate = RawValue::from_string(r#"{"hunter2": "\ud800"}"#.to_owned());
+        let err = h
+            .handle(LambdaEvent::new(
+                lone_surrogate.expect("one JSON value"),
+                lambda_runtime::Context::default(),
+            ))
+            .await
+            .expect_err("not valid");
+        assert_eq!(err.error_type, "InvalidRequest");
+        assert_eq!(
+            err.error_message,
+            "request is not valid JSON (line 1, column 20)"
+        );
+    }
+
+    #[tokio::test]
+    async fn function_url_events_are_told_apart_after_the_one_parse() {
+        let url = json!({"version": "2.0", "requestContext": {"http": {"method": "POST"}},
+                         "body": r#"{"operation":"hash","cost":4,"passwords":["pw"]}"#});
+        let answer = handler().handle(event(&url)).await.expect("an HTTP answer");
+        assert_eq!(answer["statusCode"], 200, "{answer}");
+        let direct = json!({"operation": "hash", "cost": 4, "passwords": ["pw"]});
+        let answer = handler().handle(event(&direct)).await.expect("hashes");
+        assert_eq!(answer["hashes"].as_array().map(Vec::len), Some(1));
     }
 }

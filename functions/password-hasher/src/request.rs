@@ -1,24 +1,28 @@
 //! Requests: parsed from JSON by hand, so no error message can quote a value
-//! (serde's messages do, and a value here may be a password).
+//! or a field name the caller chose (serde's messages do, and either may be a
+//! password).
 //!
 //! ```json
 //! {"operation": "hash", "cost": 10, "passwords": ["correct horse battery staple"]}
 //! {"operation": "verify", "items": [{"password": "…", "hash": "$2b$10$…"}]}
 //! ```
 //!
-//! Each request is parsed once, into a [`Request`] holding [`Secret`]s: a
-//! direct invocation's payload is the JSON value the runtime already decoded
-//! ([`from_value`]); a Function URL's body is decoded (base64 when flagged)
-//! and parsed into a value once ([`from_function_url`], [`parse`]), then read
-//! by the same code. Passwords are moved out of the value into secrets, never
-//! copied; whatever else the value held is wiped ([`wipe_json`]), as are the
-//! URL's body and its decoded bytes, on success and on refusal alike.
+//! Every invocation's payload arrives as the runtime's unparsed text
+//! ([`payload`] parses it into a value once and wipes the text); a Function
+//! URL's body is then decoded (base64 when flagged) and parsed into a value
+//! once ([`from_function_url`], [`parse`]); both values are read by the same
+//! code ([`from_value`]). Passwords are moved out of the value into
+//! [`Secret`]s, never copied; whatever else the value held is wiped
+//! ([`wipe_json`]), as are the URL's body and its decoded bytes, on success
+//! and on refusal alike. The README's "Secrets" lists the copies this cannot
+//! reach.
 //!
-//! What this cannot wipe: the Lambda runtime's own buffers (the HTTP response
-//! of the Runtime API that carried the event, and the JSON it decoded it
-//! from), and inside `serde_json`, its scratch buffer for strings with escape
-//! sequences and the pieces of a value it drops when the JSON turns out to be
-//! invalid half-way.
+//! A request whose shape is wrong (a missing or unknown field, a value of the
+//! wrong type) is refused whole. So is a `hash` request with one password
+//! that breaks the password rule ([`check_password`]): its hashes are stored
+//! by position, and a partial answer would leave holes. In a `verify`
+//! request such a password is that pair's error ([`Pair`]), and the other
+//! pairs are checked.
 //!
 //! Parsing runs on the tokio thread that serves the invocation: it is linear
 //! in the payload, which Lambda bounds at 6 MB.
@@ -26,7 +30,9 @@
 use crate::config::Limits;
 use crate::secret::{Secret, wipe_json};
 use base64::Engine;
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
+use std::fmt;
 use zeroize::Zeroizing;
 
 /// Longest password bcrypt uses in full, in bytes. Longer ones are refused,
@@ -45,8 +51,8 @@ pub enum Request {
     },
     /// Check each password against its hash.
     Verify {
-        /// `(password, hash)` pairs; hashes are checked one by one later.
-        items: Vec<(Secret, String)>,
+        /// The pairs; hashes are checked one by one later.
+        items: Vec<Pair>,
     },
 }
 
@@ -65,7 +71,66 @@ impl Request {
     }
 }
 
-/// A request that cannot be served; the message never contains a password.
+/// One pair of a verify request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pair {
+    /// The password, or why this pair alone gets no verdict.
+    pub password: Result<Secret, PasswordProblem>,
+    /// The bcrypt hash to check it against (no secret).
+    pub hash: String,
+}
+
+impl Pair {
+    /// A pair whose password has passed, or failed, [`check_password`].
+    pub fn new(password: Secret, hash: String) -> Self {
+        Self {
+            password: check_password(password),
+            hash,
+        }
+    }
+}
+
+/// Why a password cannot be hashed as given.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PasswordProblem {
+    /// No bytes.
+    Empty,
+    /// More bytes than bcrypt uses ([`MAX_PASSWORD_BYTES`]).
+    TooLong(usize),
+    /// A NUL byte, where C implementations of bcrypt end the password.
+    Nul,
+}
+
+impl fmt::Display for PasswordProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PasswordProblem::Empty => f.write_str("is empty"),
+            PasswordProblem::TooLong(bytes) => write!(
+                f,
+                "is {bytes} bytes; bcrypt uses at most {MAX_PASSWORD_BYTES} (longer passwords are refused, not truncated)"
+            ),
+            PasswordProblem::Nul => f.write_str("contains a NUL byte"),
+        }
+    }
+}
+
+/// The password rule: 1 to [`MAX_PASSWORD_BYTES`] bytes, no NUL byte. A
+/// refused password is dropped, so wiped, here.
+pub fn check_password(password: Secret) -> Result<Secret, PasswordProblem> {
+    let bytes = password.expose();
+    if bytes.is_empty() {
+        Err(PasswordProblem::Empty)
+    } else if bytes.len() > MAX_PASSWORD_BYTES {
+        Err(PasswordProblem::TooLong(bytes.len()))
+    } else if bytes.contains(&0) {
+        Err(PasswordProblem::Nul)
+    } else {
+        Ok(password)
+    }
+}
+
+/// A request that cannot be served; the message never contains a password
+/// nor a field name the caller chose.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
 pub struct Invalid(pub String);
@@ -83,6 +148,15 @@ impl Drop for Incoming {
     }
 }
 
+/// Parse an invocation's payload, which the runtime hands over as text
+/// (checked to be one JSON value, not parsed), into a value; the text is
+/// wiped. The runtime is given no value to parse because its error messages
+/// name the keys on the way to a syntax error, and a key may be a password.
+pub fn payload(raw: Box<RawValue>) -> Result<Value, Invalid> {
+    let text = Zeroizing::new(String::from(Box::<str>::from(raw)));
+    json(text.as_bytes())
+}
+
 /// Parse and validate a request that is already JSON (a direct invocation's
 /// payload), taking it whole: passwords move into the request, the rest of
 /// the value is wiped.
@@ -94,15 +168,18 @@ pub fn from_value(value: Value, limits: &Limits) -> Result<Request, Invalid> {
 /// Parse and validate a request body (JSON bytes), reading it into a value
 /// once. The caller owns, and wipes, `body`.
 pub fn parse(body: &[u8], limits: &Limits) -> Result<Request, Invalid> {
-    let value: Value = serde_json::from_slice(body).map_err(|e| {
-        // Syntax errors name a position, never the text.
+    from_value(json(body)?, limits)
+}
+
+/// JSON bytes into a value. A syntax error names a position, never the text.
+fn json(bytes: &[u8]) -> Result<Value, Invalid> {
+    serde_json::from_slice(bytes).map_err(|e| {
         invalid(format!(
             "request is not valid JSON (line {}, column {})",
             e.line(),
             e.column()
         ))
-    })?;
-    from_value(value, limits)
+    })
 }
 
 /// Parse and validate the request in a Function URL event (payload format
@@ -150,23 +227,16 @@ fn parse_object(value: &mut Value, limits: &Limits) -> Result<Request, Invalid> 
     }
 }
 
+/// Refuse any field but `allowed`, naming none: a caller's key may be a
+/// password sent in the wrong place.
 fn only_fields(object: &Map<String, Value>, allowed: &[&str], what: &str) -> Result<(), Invalid> {
-    match object.keys().find(|k| !allowed.contains(&k.as_str())) {
-        // Field names are echoed only if they look like field names.
-        Some(key)
-            if key.len() <= 32 && key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') =>
-        {
-            Err(invalid(format!(
-                "unknown field \"{key}\" in {what}; allowed: {}",
-                allowed.join(", ")
-            )))
-        }
-        Some(_) => Err(invalid(format!(
-            "unknown field in {what}; allowed: {}",
-            allowed.join(", ")
-        ))),
-        None => Ok(()),
+    if object.keys().all(|k| allowed.contains(&k.as_str())) {
+        return Ok(());
     }
+    Err(invalid(format!(
+        "unknown field in {what} (field names are not echoed); allowed: {}",
+        allowed.join(", ")
+    )))
 }
 
 fn batch<'a>(
@@ -192,27 +262,12 @@ fn batch<'a>(
     Ok(list)
 }
 
-/// Move the password out of `value` (leaving an empty string) into a secret,
-/// then check it: a refused password is wiped with the secret.
-fn password(value: &mut Value, place: &str) -> Result<Secret, Invalid> {
-    let Value::String(text) = value else {
-        return Err(invalid(format!("{place} must be a string")));
-    };
-    let secret = Secret::new(std::mem::take(text));
-    let bytes = secret.expose();
-    if bytes.is_empty() {
-        return Err(invalid(format!("{place} is empty")));
+/// Move the password out of `value` (leaving an empty string) into a secret.
+fn secret(value: &mut Value, place: &str) -> Result<Secret, Invalid> {
+    match value {
+        Value::String(text) => Ok(Secret::new(std::mem::take(text))),
+        _ => Err(invalid(format!("{place} must be a string"))),
     }
-    if bytes.len() > MAX_PASSWORD_BYTES {
-        return Err(invalid(format!(
-            "{place} is {} bytes; bcrypt uses at most {MAX_PASSWORD_BYTES} (longer passwords are refused, not truncated)",
-            bytes.len()
-        )));
-    }
-    if bytes.contains(&0) {
-        return Err(invalid(format!("{place} contains a NUL byte")));
-    }
-    Ok(secret)
 }
 
 fn parse_hash(object: &mut Map<String, Value>, limits: &Limits) -> Result<Request, Invalid> {
@@ -235,7 +290,11 @@ fn parse_hash(object: &mut Map<String, Value>, limits: &Limits) -> Result<Reques
     let passwords = batch(object, "passwords", limits)?
         .iter_mut()
         .enumerate()
-        .map(|(i, p)| password(p, &format!("passwords[{i}]")))
+        .map(|(i, p)| {
+            let place = format!("passwords[{i}]");
+            check_password(secret(p, &place)?)
+                .map_err(|problem| invalid(format!("{place} {problem}")))
+        })
         .collect::<Result<_, _>>()?;
     Ok(Request::Hash {
         passwords,
@@ -255,7 +314,7 @@ fn parse_verify(object: &mut Map<String, Value>, limits: &Limits) -> Result<Requ
                 ))
             })?;
             only_fields(item, &["password", "hash"], &format!("items[{i}]"))?;
-            let secret = password(
+            let password = secret(
                 item.get_mut("password")
                     .ok_or_else(|| invalid(format!("items[{i}]: missing field \"password\"")))?,
                 &format!("items[{i}].password"),
@@ -266,7 +325,7 @@ fn parse_verify(object: &mut Map<String, Value>, limits: &Limits) -> Result<Requ
                 Some(Value::String(hash)) => std::mem::take(hash),
                 Some(_) => return Err(invalid(format!("items[{i}].hash must be a string"))),
             };
-            Ok((secret, hash))
+            Ok(Pair::new(password, hash))
         })
         .collect::<Result<_, _>>()?;
     Ok(Request::Verify { items })
@@ -414,7 +473,7 @@ mod tests {
             ),
             (
                 br#"{"operation": "hash", "cost": 10, "passwords": ["a"], "salt": "x"}"#.to_vec(),
-                "unknown field \"salt\"",
+                "unknown field in a hash request (field names are not echoed); allowed: operation, cost, passwords",
             ),
             (
                 br#"{"operation": "verify"}"#.to_vec(),
@@ -445,6 +504,85 @@ mod tests {
                 String::from_utf8_lossy(&body),
                 err.0
             );
+        }
+    }
+
+    #[test]
+    fn a_verify_password_that_breaks_the_rule_is_that_pairs_problem() {
+        let items = json!([
+            {"password": "ok", "hash": "h0"},
+            {"password": "x".repeat(73), "hash": "h1"},
+            {"password": "a\u{0}b", "hash": "h2"},
+            {"password": "", "hash": "h3"},
+        ]);
+        let Ok(Request::Verify { items }) =
+            parse_value(json!({"operation": "verify", "items": items}))
+        else {
+            panic!("a verify request");
+        };
+        let problems: Vec<_> = items.iter().map(|p| p.password.as_ref().err()).collect();
+        assert_eq!(
+            problems,
+            [
+                None,
+                Some(&PasswordProblem::TooLong(73)),
+                Some(&PasswordProblem::Nul),
+                Some(&PasswordProblem::Empty)
+            ]
+        );
+        assert_eq!(items[3].hash, "h3");
+        // In a hash request the same password refuses the whole request.
+        let err = parse_value(
+            json!({"operation": "hash", "cost": 4, "passwords": ["ok", "x".repeat(73)]}),
+        )
+        .expect_err("refused");
+        assert_eq!(
+            err.0,
+            "passwords[1] is 73 bytes; bcrypt uses at most 72 (longer passwords are refused, not truncated)"
+        );
+    }
+
+    #[test]
+    fn payloads_are_parsed_once_and_name_no_key() {
+        let raw = |text: &str| RawValue::from_string(text.to_owned()).expect("one JSON value");
+        assert_eq!(
+            payload(raw(r#"{"operation": "hash"}"#)),
+            Ok(json!({"operation": "hash"}))
+        );
+        // JSON the runtime passes as one value but that is no valid text: a
+        // lone surrogate, nesting deeper than serde_json's limit.
+        let deep = format!(r#"{{"{SECRET}": {}{}}}"#, "[".repeat(200), "]".repeat(200));
+        for text in [format!(r#"{{"{SECRET}": "\ud800"}}"#), deep] {
+            let err = payload(raw(&text)).expect_err("not valid");
+            assert!(
+                err.0
+                    .starts_with("request is not valid JSON (line 1, column "),
+                "{}",
+                err.0
+            );
+            assert!(!err.0.contains("hunter2"), "{}", err.0);
+        }
+    }
+
+    #[test]
+    fn no_error_names_a_caller_supplied_key() {
+        // Short word-shaped keys too: a password may look like a field name.
+        for key in ["salt", "hunter2", "hunter2_do_not_leak", "x"] {
+            for body in [
+                json!({"operation": "hash", "cost": 4, "passwords": ["a"], key: 1}),
+                json!({"operation": "verify", "items": [{"password": "a", "hash": "x", key: 1}]}),
+            ] {
+                let err = parse_value(body.clone()).expect_err("unknown field");
+                assert!(
+                    err.0.contains("unknown field in ")
+                        && err.0.contains("(field names are not echoed)"),
+                    "{body}: {}",
+                    err.0
+                );
+                let quoted = format!("\"{key}\"");
+                assert!(!err.0.contains(&quoted), "{body}: {}", err.0);
+                assert!(!err.0.contains("hunter2"), "{body}: {}", err.0);
+            }
         }
     }
 

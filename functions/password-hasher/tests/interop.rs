@@ -4,6 +4,7 @@
 //! libxcrypt too.
 
 use password_hasher::hashing::{self, VerifyError};
+use password_hasher::request::Pair;
 use password_hasher::secret::Secret;
 use std::process::Command;
 
@@ -28,8 +29,15 @@ fn crypt(password: &str, setting: &str) -> String {
     String::from_utf8_lossy(&output.stdout).trim().to_owned()
 }
 
+/// Verify one pair, without the password rule that requests go through: the
+/// vectors include an empty password and one longer than 72 bytes, which show
+/// how bcrypt itself treats them.
 fn verify(password: &str, hash: &str) -> Result<bool, VerifyError> {
-    hashing::verify_all(&[(Secret::new(password.into()), hash.into())], 31).remove(0)
+    let pair = Pair {
+        password: Ok(Secret::new(password.into())),
+        hash: hash.into(),
+    };
+    hashing::verify_all(&[pair], 31).remove(0)
 }
 
 const LONG: &str = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789chars after 72 are ignored";
@@ -126,5 +134,27 @@ fn crypt3_hashes_verify_here() {
         assert_eq!(hash.len(), 60, "{hash}");
         assert_eq!(verify(password, &hash), Ok(true), "{hash}");
         assert_eq!(verify("wrong", &hash), Ok(false), "{hash}");
+    }
+}
+
+/// crypt_blowfish's vector for its `$2x$` mode (the old sign-extension bug
+/// kept for compatibility): "ё", bytes d1 91.
+const TWO_X: &str = "$2x$05$6bNw2HLQYeqHYyBfLMsv/OiwqTymGIGzFsA4hOTWebfehXHNprcAS";
+
+#[test]
+fn a_genuine_2x_hash_is_refused_not_answered_false() {
+    // libxcrypt implements `$2x$` exactly: the vector is a real one.
+    assert_eq!(crypt("ё", TWO_X), TWO_X);
+    assert_eq!(verify("ё", TWO_X), Err(VerifyError::TwoX));
+    // The same password under the corrected prefixes: one hash for all
+    // three, which libxcrypt and this function agree on.
+    let salt = &TWO_X[..29];
+    let hash = crypt("ё", &salt.replacen("$2x$", "$2b$", 1));
+    assert_ne!(&hash[29..], &TWO_X[29..], "the bug changes this hash");
+    for prefix in ["$2a$", "$2b$", "$2y$"] {
+        let renamed = hash.replacen("$2b$", prefix, 1);
+        assert_eq!(crypt("ё", &renamed), renamed);
+        assert_eq!(verify("ё", &renamed), Ok(true), "{renamed}");
+        assert_eq!(verify("е", &renamed), Ok(false), "{renamed}");
     }
 }

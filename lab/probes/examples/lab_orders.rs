@@ -10,7 +10,8 @@
 //!   sleeps, as a Lambda sandbox idles between requests.
 //!
 //! The function's settings come from the environment, as on Lambda
-//! (`TABLE_NAME`, `CACHE_CAPACITY`, `MEMORY_RETURN`).
+//! (`TABLE_NAME`, `DEAD_LETTER_QUEUE_URL`, `CACHE_CAPACITY`, `MEMORY_RETURN`);
+//! dead letters stay in memory.
 
 use order_processor::config::Config;
 use order_processor::handler::Handler;
@@ -18,6 +19,7 @@ use shared::allocator::{self, Policy};
 use shared::config::ProcessEnv;
 use shared::invocation::Deadline;
 use std::time::{Duration, Instant};
+use testkit::dead_letters::MemoryDeadLetters;
 use testkit::orders as sample;
 use testkit::store::MemoryOrders;
 
@@ -60,7 +62,11 @@ async fn main() -> Result<(), String> {
         .map(|p| parse_phase(p))
         .collect::<Result<Vec<_>, _>>()?;
     let config = Config::from_env(&ProcessEnv).map_err(|e| e.to_string())?;
-    let handler = Handler::new(MemoryOrders::accept_all(), &config);
+    let handler = Handler::new(
+        MemoryOrders::accept_all(),
+        MemoryDeadLetters::new(),
+        &config,
+    );
 
     let mut rss = Vec::new(); // [invocation, MiB]
     let (mut invocation, mut next_order, mut failed) = (0u64, 0u64, 0usize);

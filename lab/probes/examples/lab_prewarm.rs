@@ -38,6 +38,7 @@ fn main() -> Result<(), String> {
         return Ok(());
     }
     let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
         .build()
         .map_err(|e| e.to_string())?;
     let trial = runtime.block_on(trial::run(rows, arena, warm_code, rounds))?;

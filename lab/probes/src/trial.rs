@@ -65,6 +65,7 @@ pub async fn run(
             let started = arena::start(bytes, Policy::Keep).map_err(|e| e.to_string())?;
             let report = started
                 .wait(Duration::from_secs(120))
+                .await
                 .ok_or("the pre-warm did not finish in 120 s")?;
             (Some(started), Some(report.took))
         }

@@ -2,6 +2,7 @@
 
 use super::{AllocatorStats, Applied, Policy};
 use libmimalloc_sys as ffi;
+use std::ffi::{CStr, c_char, c_long, c_void};
 
 /// Name of the allocator serving this binary.
 pub const NAME: &str = "mimalloc";
@@ -9,40 +10,103 @@ pub const NAME: &str = "mimalloc";
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-// Option indices of mimalloc v3's `mi_option_e` that the -sys crate does not name.
-const PURGE_DECOMMITS: ffi::mi_option_t = 5;
-const PURGE_DELAY: ffi::mi_option_t = 15;
-const MINIMAL_PURGE_SIZE_KIB: ffi::mi_option_t = 44;
+/// One of mimalloc's options: its index in mimalloc v3's `mi_option_e` (the
+/// -sys crate names only some) and mimalloc's own name for it (read from
+/// `MIMALLOC_<NAME>` in the environment, printed by `mi_options_print_out`).
+/// `shared/tests/mimalloc_options.rs` checks each index against that name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MiOption {
+    /// The index mimalloc's functions take.
+    pub index: ffi::mi_option_t,
+    /// mimalloc's name for the option at that index.
+    pub name: &'static str,
+}
 
-fn set(option: ffi::mi_option_t, value: std::ffi::c_long) {
-    // SAFETY: mi_option_set only stores an integer in mimalloc's option table;
-    // any value is accepted for these options and it is thread-safe.
-    unsafe { ffi::mi_option_set(option, value) }
+const PURGE_DECOMMITS: MiOption = MiOption {
+    index: 5,
+    name: "purge_decommits",
+};
+const PURGE_DELAY: MiOption = MiOption {
+    index: 15,
+    name: "purge_delay",
+};
+/// In KiB.
+const MINIMAL_PURGE_SIZE: MiOption = MiOption {
+    index: 44,
+    name: "minimal_purge_size",
+};
+
+/// The options each policy sets, with their values.
+///
+/// Prompt: purge at once, by decommitting (RSS drops now, not under memory
+/// pressure as with MADV_FREE), in 64 KiB units (mimalloc picks 2 MiB when
+/// transparent huge pages are on, which keeps more). Huge pages themselves can
+/// only be turned off before start-up: `MIMALLOC_ALLOW_THP=0` in the
+/// environment. Keep: never purge.
+pub fn settings(policy: Policy) -> &'static [(MiOption, c_long)] {
+    match policy {
+        Policy::Prompt => &[
+            (PURGE_DELAY, 0),
+            (PURGE_DECOMMITS, 1),
+            (MINIMAL_PURGE_SIZE, 64),
+        ],
+        Policy::Keep => &[(PURGE_DELAY, -1), (PURGE_DECOMMITS, 0)],
+    }
 }
 
 pub(super) fn apply(policy: Policy) -> Result<Applied, String> {
-    match policy {
-        Policy::Prompt => {
-            // Purge at once, by decommitting (RSS drops now, not under memory
-            // pressure as with MADV_FREE), in 64 KiB units (mimalloc picks
-            // 2 MiB when transparent huge pages are on, which keeps more).
-            // Huge pages themselves can only be turned off before start-up:
-            // `MIMALLOC_ALLOW_THP=0` in the environment.
-            set(PURGE_DELAY, 0);
-            set(PURGE_DECOMMITS, 1);
-            set(MINIMAL_PURGE_SIZE_KIB, 64);
-            Ok(Applied::Configured(
-                "purge_delay=0 purge_decommits=1 minimal_purge_size=64KiB".into(),
-            ))
-        }
-        Policy::Keep => {
-            set(PURGE_DELAY, -1);
-            set(PURGE_DECOMMITS, 0);
-            Ok(Applied::Configured(
-                "purge_delay=-1 purge_decommits=0".into(),
-            ))
-        }
+    let set = settings(policy);
+    for (option, value) in set {
+        // SAFETY: mi_option_set only stores an integer in mimalloc's option
+        // table (it ignores an index out of range); any value is accepted for
+        // these options and it is thread-safe.
+        unsafe { ffi::mi_option_set(option.index, *value) }
     }
+    let knobs: Vec<String> = set
+        .iter()
+        .map(|(option, value)| format!("{}={value}", option.name))
+        .collect();
+    Ok(Applied::Configured(knobs.join(" ")))
+}
+
+/// mimalloc's `mi_output_fun`: receives one message and the caller's `arg`.
+// SAFETY: only a function-pointer type; the one passed is `collect` below.
+type Output = unsafe extern "C" fn(msg: *const c_char, arg: *mut c_void);
+
+// SAFETY: the declaration matches mimalloc.h (`void mi_options_print_out(
+// mi_output_fun* out, void* arg)`), which the -sys crate compiles but does not
+// bind. It calls `out(line, arg)`, one line per option, in index order.
+unsafe extern "C" {
+    fn mi_options_print_out(out: Option<Output>, arg: *mut c_void);
+}
+
+/// Append mimalloc's message `msg` to the `String` behind `arg`.
+// SAFETY: called only by mi_options_print_out, with the arguments described
+// in `options`; null pointers are ignored.
+unsafe extern "C" fn collect(msg: *const c_char, arg: *mut c_void) {
+    if msg.is_null() || arg.is_null() {
+        return;
+    }
+    // SAFETY: mimalloc passes a NUL-terminated message, and `arg` is the
+    // `&mut String` that `options` lent to mi_options_print_out for this call.
+    let (msg, out) = unsafe { (CStr::from_ptr(msg), &mut *arg.cast::<String>()) };
+    out.push_str(&msg.to_string_lossy());
+}
+
+/// Every mimalloc option, by index: mimalloc's name for it and its value now.
+pub fn options() -> Vec<(String, i64)> {
+    let mut text = String::new();
+    // SAFETY: mi_options_print_out calls `collect` only during this call,
+    // with `arg` pointing to `text`, which outlives it; `collect` may allocate:
+    // mimalloc holds no lock of its own while it prints options.
+    unsafe { mi_options_print_out(Some(collect), (&raw mut text).cast()) };
+    text.lines()
+        .filter_map(|line| {
+            let (name, rest) = line.strip_prefix("option '")?.split_once("': ")?;
+            let value = rest.split_whitespace().next()?.parse().ok()?;
+            Some((name.to_owned(), value))
+        })
+        .collect()
 }
 
 pub(super) fn stats() -> AllocatorStats {

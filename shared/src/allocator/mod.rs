@@ -64,7 +64,7 @@ pub mod glibc;
 
 pub use imp::NAME;
 #[cfg(feature = "mimalloc")]
-pub use imp::owns;
+pub use imp::{MiOption, options as mimalloc_options, owns, settings as mimalloc_settings};
 
 /// What to do with memory the program frees.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]

@@ -14,7 +14,7 @@
 
 use crate::arrow::{self, DAY_MS, MemoryStore, START_MS};
 use arrow_worker::aggregate::aggregate;
-use arrow_worker::answer::{Answer, Group, Rows, Skipped, Stats};
+use arrow_worker::answer::{Answer, Group, Money, Rows, Skipped, Stats};
 use arrow_worker::columns::{self, Flaw, Item, PROJECTION, Row, day_of};
 use arrow_worker::config::Config;
 use arrow_worker::handler::Handler;
@@ -53,6 +53,11 @@ pub const VOCABULARY: &[&str] = &[
     "count",
     "total_cents",
     "quantity",
+    "money",
+    "sum",
+    "min",
+    "max",
+    "mean",
     "2026-11-20T09:15:00Z",
     "2026-11-21",
 ];
@@ -77,15 +82,25 @@ fn merge_seed() -> Option<Vec<u8>> {
     let group = |key: &str, count, sum| Group {
         key: key.into(),
         count,
-        total_cents: Stats::new(count, sum, 1, sum),
+        money: vec![Money {
+            currency: key.into(),
+            count,
+            total_cents: Stats::new(count, sum, sum / count, sum / count),
+        }],
         quantity: Stats::new(count, count, 1, 1),
     };
-    let partial = |segment, groups| {
+    let partial = |segment, groups: Vec<Group>| {
         let segment = Segment {
             segment,
             total_segments: 2,
         };
-        Answer::new(query.clone(), Some(segment), groups, Rows::default()).ok()
+        let matched = groups.iter().map(|g| g.count).sum();
+        let rows = Rows {
+            scanned: matched,
+            matched,
+            ..Rows::default()
+        };
+        Answer::new(query.clone(), Some(segment), groups, rows).ok()
     };
     let partials = [
         partial(1, vec![group("EUR", 2, 10), group("USD", 1, 5)])?,
@@ -484,10 +499,19 @@ pub fn check_items(data: &[u8]) -> Result<(), String> {
     let (groups, matched) = aggregate(vec![batch], window).map_err(|e| e.to_string())?;
     let counted: u64 = groups.iter().map(|g| g.count).sum();
     let stats_ok = |s: &Stats| s.min <= s.max && s.min as f64 <= s.mean && s.mean <= s.max as f64;
+    let money_ok = |g: &Group| {
+        let in_order = g.money.windows(2).all(|w| w[0].currency < w[1].currency);
+        let orders: u64 = g.money.iter().map(|m| m.count).sum();
+        in_order
+            && orders == g.count
+            && g.money
+                .iter()
+                .all(|m| m.count > 0 && stats_ok(&m.total_cents))
+    };
     let groups_ok = groups.windows(2).all(|w| w[0].key < w[1].key)
         && groups
             .iter()
-            .all(|g| g.count > 0 && stats_ok(&g.total_cents) && stats_ok(&g.quantity));
+            .all(|g| g.count > 0 && money_ok(g) && stats_ok(&g.quantity));
     if counted != matched || matched > rows as u64 || !groups_ok {
         return Err(format!(
             "aggregation: {matched} matched of {rows} rows, {counted} counted in groups"
@@ -504,6 +528,8 @@ fn row_ok(row: &Row, group_by: GroupBy) -> Result<(), String> {
         GroupBy::Day => day_of(row.created_at_ms).as_deref() == Some(row.key.as_str()),
     };
     if key_ok
+        && columns::is_currency_code(&row.currency)
+        && (group_by != GroupBy::Currency || row.key == row.currency)
         && row.total_cents <= MAX_AMOUNT_CENTS
         && (1..=MAX_TOTAL_QUANTITY).contains(&row.quantity)
     {
@@ -557,6 +583,7 @@ mod tests {
     fn a_row_outside_the_limits_is_reported() {
         let row = Row {
             key: "eur".into(),
+            currency: "EUR".into(),
             created_at_ms: 0,
             total_cents: 1,
             quantity: 1,

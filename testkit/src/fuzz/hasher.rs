@@ -3,10 +3,11 @@
 //! `fuzz/` crate. Not part of the function's behaviour.
 //!
 //! [`check`] takes a request body as bytes and sends it down every road into
-//! the request parser: [`request::parse`] of the bytes, [`request::from_value`]
-//! of their JSON value, a Function URL event carrying the body base64-encoded
-//! and (when UTF-8) as text, and a direct invocation whose payload is the
-//! body's JSON. All roads must give the same verdict, no
+//! the request parser: [`request::parse`] of the bytes, a Function URL event
+//! carrying the body base64-encoded and (when UTF-8) as text, and a direct
+//! invocation whose payload is the text the runtime hands over
+//! ([`request::payload`], then [`request::from_value`]). All roads must give
+//! the same verdict, no
 //! answer may carry the password fragment [`MARKER`], and nothing may fail
 //! internally (an `InternalError` is how a panic on the pool surfaces).
 //!
@@ -20,6 +21,7 @@ use password_hasher::handler::{Handler, is_function_url};
 use password_hasher::hashing::Estimator;
 use password_hasher::request::{self, MAX_PASSWORD_BYTES, Request};
 use password_hasher::secret::Secret;
+use serde_json::value::RawValue;
 use serde_json::{Value, json};
 use std::time::Duration;
 
@@ -84,32 +86,35 @@ pub fn check(data: &[u8]) -> Result<(), String> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .build()
         .map_err(|e| e.to_string())?;
-    let invoke = |payload: Value| {
+    let invoke = |payload: Box<RawValue>| {
         runtime.block_on(handler.handle(LambdaEvent::new(payload, Context::default())))
     };
     let base64 = base64::engine::general_purpose::STANDARD.encode(data);
-    url_answer(invoke(url_event(&base64, true)), &verdict)?;
+    url_answer(invoke(url_event(&base64, true)?), &verdict)?;
     if let Ok(text) = std::str::from_utf8(data) {
-        url_answer(invoke(url_event(text, false)), &verdict)?;
+        url_answer(invoke(url_event(text, false)?), &verdict)?;
     }
-    // The runtime decodes a direct invocation's payload as JSON first.
-    let Ok(payload) = serde_json::from_slice::<Value>(data) else {
+    // The runtime only checks that a direct invocation's payload is one JSON
+    // value, and hands its text over.
+    let Ok(payload) = serde_json::from_slice::<Box<RawValue>>(data) else {
         return Ok(());
     };
-    if is_function_url(&payload) {
+    let value = serde_json::from_str::<Value>(payload.get()).ok();
+    if value.as_ref().is_some_and(is_function_url) {
         // A request shaped like a Function URL event is served as one.
         let answer =
             invoke(payload).map_err(|d| format!("{}: {}", d.error_type, d.error_message))?;
         return http_status(&answer).map(|_| ());
     }
-    // The direct road parses the value the runtime decoded, not the bytes.
-    let from_value = request::from_value(payload.clone(), &limits)
+    // The direct road parses the runtime's text, then reads the value.
+    let direct = request::payload(payload.clone())
+        .and_then(|value| request::from_value(value, &limits))
         .map(|_| ())
         .map_err(|e| e.0);
-    if from_value != verdict {
-        return Err("the body and its JSON value get different verdicts".into());
+    if !same_verdict(&direct, &verdict) {
+        return Err("the body and the runtime's text get different verdicts".into());
     }
-    match (invoke(payload), &verdict) {
+    match (invoke(payload), &direct) {
         (Ok(answer), Ok(())) => clean("an answer", &answer.to_string()),
         (Err(Diagnostic { error_type, .. }), Ok(())) if error_type == "DeadlineTooShort" => Ok(()),
         (Err(d), Err(message))
@@ -120,13 +125,20 @@ pub fn check(data: &[u8]) -> Result<(), String> {
         (answer, _) => Err(format!(
             "a direct invocation answered {:?} for a body the parser {}",
             answer.map_err(|d| d.error_type),
-            if verdict.is_ok() {
-                "accepts"
-            } else {
-                "refuses"
-            }
+            if direct.is_ok() { "accepts" } else { "refuses" }
         )),
     }
+}
+
+/// The same verdict on the same JSON: equal, or both "not valid JSON" (the
+/// runtime's text leaves out the whitespace around the value, so positions
+/// may differ).
+fn same_verdict(a: &Result<(), String>, b: &Result<(), String>) -> bool {
+    let not_json = |v: &Result<(), String>| {
+        v.as_ref()
+            .is_err_and(|m| m.starts_with("request is not valid JSON"))
+    };
+    a == b || (not_json(a) && not_json(b))
 }
 
 /// Every limit of an accepted request holds.
@@ -140,7 +152,10 @@ fn limits_hold(request: &Request, limits: &Limits) -> bool {
                 (limits.min_cost..=limits.max_cost).contains(cost)
                     && passwords.iter().all(password_ok)
             }
-            Request::Verify { items } => items.iter().all(|(p, _)| password_ok(p)),
+            // A password that breaks the rule is its pair's error, never hashed.
+            Request::Verify { items } => items
+                .iter()
+                .all(|pair| pair.password.as_ref().map_or(true, password_ok)),
         }
 }
 
@@ -190,15 +205,17 @@ fn http_status(answer: &Value) -> Result<(u64, Value), String> {
     }
 }
 
-/// A Function URL (payload format 2.0) POST carrying `body`.
-fn url_event(body: &str, base64: bool) -> Value {
-    json!({
+/// A Function URL (payload format 2.0) POST carrying `body`, as the runtime
+/// hands it over.
+fn url_event(body: &str, base64: bool) -> Result<Box<RawValue>, String> {
+    let event = json!({
         "version": "2.0",
         "rawPath": "/",
         "requestContext": {"http": {"method": "POST"}},
         "body": body,
         "isBase64Encoded": base64,
-    })
+    });
+    serde_json::value::to_raw_value(&event).map_err(|e| e.to_string())
 }
 
 /// The real handler with the default limits, one worker, and an estimate of
@@ -207,7 +224,15 @@ fn url_event(body: &str, base64: bool) -> Value {
 /// [`shared::invocation::Deadline`] leaves an invocation without a deadline,
 /// 30 s less its 1 s margin), so a fuzz run measures the parsing, not bcrypt.
 fn handler() -> Result<Handler, String> {
-    let init = shared::Init::decide(&[("WORKER_COUNT", "1")]).map_err(|e| e.to_string())?;
+    let mut init = shared::Init::decide(&[]).map_err(|e| e.to_string())?;
+    // One worker on one whole vCPU, whatever this machine has.
+    init.vcpus = shared::vcpus::detect(&shared::vcpus::Inputs {
+        worker_count: Some("1".into()),
+        memory_mb: None,
+        cgroup: shared::vcpus::Cgroup::Absent,
+        available: 1,
+    })
+    .map_err(|e| e.to_string())?;
     let estimator = Estimator::from_sample(Duration::from_secs(6), 4);
     Ok(Handler::new(init, Limits::default(), estimator))
 }
@@ -222,7 +247,15 @@ mod tests {
         for seed in seeds(&events) {
             check(&seed).expect("checks hold");
         }
-        for body in [&b"{not json"[..], b"[]", b"\xff", b""] {
+        for body in [
+            &b"{not json"[..],
+            b"[]",
+            b"\xff",
+            b"",
+            // The runtime passes these on; the parser refuses them.
+            br#" {"a": "\ud800"}"#,
+            br#"{"operation": "verify", "items": [{"password": "", "hash": "x"}]}"#,
+        ] {
             check(body).expect("checks hold");
         }
     }
@@ -235,6 +268,7 @@ mod tests {
             .expect("runtime");
         let hash = |n: usize| {
             let payload = json!({"operation": "hash", "cost": 4, "passwords": vec!["pw"; n]});
+            let payload = serde_json::value::to_raw_value(&payload).expect("raw");
             runtime.block_on(handler.handle(LambdaEvent::new(payload, Context::default())))
         };
         assert!(hash(3).is_ok());

@@ -11,6 +11,7 @@
 //! A violated property comes back as `Err(what)`; a panic of the code under
 //! test is left to propagate, so the engine sees it.
 
+use crate::dead_letters::{self, MemoryDeadLetters};
 use crate::store::MemoryOrders;
 use aws_lambda_events::sqs::{SqsEvent, SqsMessage};
 use order_processor::config::Config;
@@ -138,15 +139,25 @@ fn refused(body: &str, invalid: &Invalid) -> Result<(), String> {
     }
 }
 
-/// The handler acknowledges the record exactly when the body is a valid order.
+/// The handler stores the order exactly when the body is a valid order, and
+/// dead-letters the record otherwise (an empty body, which SQS would refuse,
+/// is reported failed instead).
 fn agrees_with_handler(
     mut record: SqsMessage,
     parsed: &Result<ValidOrder, Invalid>,
 ) -> Result<(), String> {
     record.message_id = Some("fuzz-1".into());
-    let config = Config::from_env(&[("TABLE_NAME", "orders"), ("CACHE_CAPACITY", "1")])
-        .map_err(|e| e.to_string())?;
-    let handler = Handler::new(MemoryOrders::accept_all(), &config);
+    let config = Config::from_env(&[
+        ("TABLE_NAME", "orders"),
+        ("CACHE_CAPACITY", "1"),
+        ("DEAD_LETTER_QUEUE_URL", dead_letters::QUEUE_URL),
+    ])
+    .map_err(|e| e.to_string())?;
+    let handler = Handler::new(
+        MemoryOrders::accept_all(),
+        MemoryDeadLetters::new(),
+        &config,
+    );
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_time()
         .build()
@@ -159,9 +170,17 @@ fn agrees_with_handler(
                 .await
         })
         .map_err(|e| e.to_string())?;
+    let empty = record.body.as_deref().unwrap_or_default().is_empty();
     match (report.outcomes.as_slice(), parsed) {
         ([(_, Outcome::Stored)], Ok(_)) => Ok(()),
-        ([(_, Outcome::Failed(RecordFailure::Invalid(seen)))], Err(invalid)) if seen == invalid => {
+        ([(_, Outcome::DeadLettered(RecordFailure::Invalid(seen)))], Err(invalid))
+            if seen == invalid && !empty =>
+        {
+            Ok(())
+        }
+        ([(_, Outcome::Failed(RecordFailure::Invalid(seen)))], Err(invalid))
+            if seen == invalid && empty =>
+        {
             Ok(())
         }
         (outcomes, _) => Err(format!(

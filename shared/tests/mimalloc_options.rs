@@ -1,0 +1,44 @@
+//! mimalloc's options are set by their index in its `mi_option_e` enum, a
+//! number that a new mimalloc may give to another option. For each option the
+//! allocator module sets, under each policy: the index is the one mimalloc
+//! itself names so, the value reads back as set, and no other option changed.
+//! Runs only with the `mimalloc` feature (the default).
+#![cfg(feature = "mimalloc")]
+
+use shared::allocator::{self, Policy};
+
+#[test]
+fn each_option_set_is_the_one_named_reads_back_and_changes_nothing_else() {
+    let names: Vec<String> = allocator::mimalloc_options()
+        .into_iter()
+        .map(|(name, _)| name)
+        .collect();
+    // mimalloc lists every option, in index order, from `show_errors` (0).
+    assert_eq!(names.first().map(String::as_str), Some("show_errors"));
+    assert!(names.len() > 40, "{names:?}");
+    for policy in [Policy::Prompt, Policy::Keep] {
+        let before = allocator::mimalloc_options();
+        allocator::apply(policy).expect("apply");
+        let after = allocator::mimalloc_options();
+        let settings = allocator::mimalloc_settings(policy);
+        for (option, value) in settings {
+            let index = usize::try_from(option.index).expect("an index");
+            let (name, read) = after.get(index).expect("index within mimalloc's options");
+            assert_eq!(
+                name, option.name,
+                "{policy}: index {index} is mimalloc's `{name}`, not `{}`",
+                option.name
+            );
+            assert_eq!(*read, *value, "{policy}: {name} reads back {read}");
+        }
+        let set: Vec<usize> = settings
+            .iter()
+            .filter_map(|(option, _)| usize::try_from(option.index).ok())
+            .collect();
+        for (index, (was, is)) in before.iter().zip(&after).enumerate() {
+            if !set.contains(&index) {
+                assert_eq!(was, is, "{policy}: option {index} changed");
+            }
+        }
+    }
+}
