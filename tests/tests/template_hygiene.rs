@@ -98,3 +98,27 @@ fn every_alarm_notifies_and_every_dead_letter_queue_has_one() {
     }
     assert!(missing.is_empty(), "{}", missing.join("\n"));
 }
+
+/// `SSEEnabled: true` without a key of one's own selects the AWS *managed* key
+/// (`aws/dynamodb`, billed per KMS request); the template promises the free
+/// AWS owned key (its comments and checkov skips say so).
+#[test]
+fn tables_are_encrypted_with_the_aws_owned_key() {
+    let template = least_privilege::transformed(&workspace_root().join("template.yaml"))
+        .expect("the SAM transform of template.yaml");
+    let tables: Vec<_> = template["Resources"]
+        .as_object()
+        .expect("resources")
+        .iter()
+        .filter(|(_, r)| r["Type"] == "AWS::DynamoDB::Table")
+        .collect();
+    assert!(tables.len() >= 2, "orders and reports tables");
+    for (id, table) in tables {
+        let sse = &table["Properties"]["SSESpecification"];
+        let managed = sse["SSEEnabled"] == true && sse["KMSMasterKeyId"].is_null();
+        assert!(
+            !managed,
+            "{id}: SSEEnabled true selects the AWS managed key"
+        );
+    }
+}
