@@ -2,6 +2,7 @@
 //! one `sam local invoke` runs inside its container), on loopback ports, no
 //! Docker needed.
 
+use crate::cgroup::{Cgroup, Limits};
 use crate::process::{Guard, free_port, wait_for_port};
 use crate::template::Function;
 use std::path::{Path, PathBuf};
@@ -11,7 +12,10 @@ use std::time::Duration;
 /// An emulator with one function behind it, stopped on drop.
 #[derive(Debug)]
 pub struct Emulator {
+    /// Dropped first: the cgroup is removed once its processes are stopped.
     guard: Guard,
+    /// The function's CPU quota and memory limit, if enforced.
+    _cgroup: Option<Cgroup>,
     url: String,
     log: PathBuf,
     agent: ureq::Agent,
@@ -36,7 +40,9 @@ impl Invocation {
 impl Emulator {
     /// Start `bootstrap` under the emulator found at `rie`, with only the
     /// variables Lambda sets, the function's own (`spec.env`), then `extra_env`
-    /// (which wins); output goes to `log`.
+    /// (which wins); output goes to `log`. The emulator, and so the function,
+    /// runs in a cgroup with Lambda's CPU share and memory limit for
+    /// `spec.memory_mb` (see [`crate::cgroup`]; `LOCAL_LIMITS=off` turns it off).
     pub fn start(
         rie: &Path,
         bootstrap: &Path,
@@ -44,6 +50,7 @@ impl Emulator {
         extra_env: &[(&str, &str)],
         log: &Path,
     ) -> Result<Self, String> {
+        let cgroup = Cgroup::for_function(spec.memory_mb, Limits::from_env()?);
         let port = free_port().map_err(|e| format!("free port: {e}"))?;
         let api_port = free_port().map_err(|e| format!("free port: {e}"))?;
         let out = std::fs::File::create(log).map_err(|e| format!("{}: {e}", log.display()))?;
@@ -79,6 +86,11 @@ impl Emulator {
             .stdout(out)
             .stderr(err);
         let guard = Guard::spawn(format!("emulator for {}", spec.logical_id), &mut command)?;
+        // The emulator starts the function at the first invocation, so the
+        // function starts inside the cgroup too.
+        if let Some(cgroup) = &cgroup {
+            cgroup.add(guard.pid())?;
+        }
         wait_for_port(port, Duration::from_secs(10))?;
         let agent = ureq::Agent::config_builder()
             .http_status_as_error(false)
@@ -87,6 +99,7 @@ impl Emulator {
             .into();
         Ok(Self {
             guard,
+            _cgroup: cgroup,
             url: format!("http://127.0.0.1:{port}/2015-03-31/functions/function/invocations"),
             log: log.to_path_buf(),
             agent,

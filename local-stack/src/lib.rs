@@ -4,6 +4,7 @@
 //! ElasticMQ, the SQS event source mapping, the pinned tools that provide them,
 //! and the process groups and loopback ports they run on.
 
+pub mod cgroup;
 pub mod checkov;
 pub mod dynamodb_local;
 pub mod elasticmq;

@@ -32,6 +32,7 @@ pub fn stop_all_on_interrupt() -> Result<(), String> {
             signal_group(*pgid, "KILL");
         }
         kill_survivors(&descendants);
+        crate::cgroup::remove_live();
         eprintln!("interrupted: stopped {} process group(s)", groups.len());
         std::process::exit(130);
     })

@@ -268,24 +268,67 @@ pub fn detect(inputs: &Inputs) -> Result<Vcpus, ConfigError> {
     })
 }
 
-/// Read the cgroup CPU files of this process (v2 first, then v1).
+/// Read the cgroup CPU files of this process (v2 first, then v1): those of its
+/// own cgroup, named in `/proc/self/cgroup`, else the mount's root files.
 pub fn read_cgroup() -> Cgroup {
     let read = |path: &str| std::fs::read_to_string(path).ok();
-    if let Some(cpu_max) = read("/sys/fs/cgroup/cpu.max") {
-        return Cgroup::V2 { cpu_max };
-    }
-    for dir in ["/sys/fs/cgroup/cpu", "/sys/fs/cgroup/cpu,cpuacct"] {
-        if let (Some(quota_us), Some(period_us)) = (
-            read(&format!("{dir}/cpu.cfs_quota_us")),
-            read(&format!("{dir}/cpu.cfs_period_us")),
-        ) {
-            return Cgroup::V1 {
-                quota_us,
-                period_us,
-            };
+    let own = read("/proc/self/cgroup").unwrap_or_default();
+    for dir in cgroup_dirs(&own) {
+        let found = match dir {
+            CgroupDir::V2(dir) => {
+                read(&format!("{dir}/cpu.max")).map(|cpu_max| Cgroup::V2 { cpu_max })
+            }
+            CgroupDir::V1(dir) => read(&format!("{dir}/cpu.cfs_quota_us"))
+                .zip(read(&format!("{dir}/cpu.cfs_period_us")))
+                .map(|(quota_us, period_us)| Cgroup::V1 {
+                    quota_us,
+                    period_us,
+                }),
+        };
+        if let Some(cgroup) = found {
+            return cgroup;
         }
     }
     Cgroup::Absent
+}
+
+/// A directory that may hold this process's CPU controller files.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum CgroupDir {
+    /// Holds cgroup v2 `cpu.max`.
+    V2(String),
+    /// Holds cgroup v1 `cpu.cfs_quota_us` and `cpu.cfs_period_us`.
+    V1(String),
+}
+
+/// Where to look for the CPU quota, in order, given the text of
+/// `/proc/self/cgroup`: v2 (`0::/path`) under `/sys/fs/cgroup`, then v1 (the
+/// hierarchy whose controllers include `cpu`) under `/sys/fs/cgroup/cpu` and
+/// `/sys/fs/cgroup/cpu,cpuacct`; each first at the process's own path, then at
+/// the mount's root (a container sees its own cgroup there).
+fn cgroup_dirs(proc_self_cgroup: &str) -> Vec<CgroupDir> {
+    const ROOT: &str = "/sys/fs/cgroup";
+    let path_of = |wanted: &dyn Fn(&str, &str) -> bool| {
+        proc_self_cgroup.lines().find_map(|line| {
+            let mut fields = line.splitn(3, ':');
+            let (hierarchy, controllers, path) = (fields.next()?, fields.next()?, fields.next()?);
+            wanted(hierarchy, controllers).then(|| path.trim_end_matches('/').to_owned())
+        })
+    };
+    let v2 = path_of(&|hierarchy, controllers| hierarchy == "0" && controllers.is_empty());
+    let v1 = path_of(&|_, controllers| controllers.split(',').any(|c| c == "cpu"));
+    let mut dirs = Vec::new();
+    if let Some(path) = v2.filter(|p| !p.is_empty()) {
+        dirs.push(CgroupDir::V2(format!("{ROOT}{path}")));
+    }
+    dirs.push(CgroupDir::V2(ROOT.to_owned()));
+    for mount in ["cpu", "cpu,cpuacct"] {
+        if let Some(path) = v1.as_deref().filter(|p| !p.is_empty()) {
+            dirs.push(CgroupDir::V1(format!("{ROOT}/{mount}{path}")));
+        }
+        dirs.push(CgroupDir::V1(format!("{ROOT}/{mount}")));
+    }
+    dirs
 }
 
 /// Gather the inputs from `env` and this machine, then [`detect`].
@@ -473,6 +516,44 @@ mod tests {
         }
         let err = detect(&inputs(None, v2("garbage"), 2)).unwrap_err();
         assert_eq!(err.setting, "cgroup cpu.max");
+    }
+
+    #[test]
+    fn the_quota_is_read_from_the_process_own_cgroup() {
+        let dirs = |text: &str| cgroup_dirs(text);
+        let v1 = "4:memory:/process_api/abc\n2:cpuacct:/\n1:cpu:/lambda-local-7-0\n0::/\n";
+        assert_eq!(
+            dirs(v1),
+            [
+                CgroupDir::V2("/sys/fs/cgroup".into()),
+                CgroupDir::V1("/sys/fs/cgroup/cpu/lambda-local-7-0".into()),
+                CgroupDir::V1("/sys/fs/cgroup/cpu".into()),
+                CgroupDir::V1("/sys/fs/cgroup/cpu,cpuacct/lambda-local-7-0".into()),
+                CgroupDir::V1("/sys/fs/cgroup/cpu,cpuacct".into()),
+            ]
+        );
+        let joined = "3:cpu,cpuacct:/docker/x\n";
+        assert_eq!(
+            dirs(joined)[1],
+            CgroupDir::V1("/sys/fs/cgroup/cpu/docker/x".into())
+        );
+        let v2 = "0::/user.slice/run-1.scope\n";
+        assert_eq!(
+            dirs(v2)[..2],
+            [
+                CgroupDir::V2("/sys/fs/cgroup/user.slice/run-1.scope".into()),
+                CgroupDir::V2("/sys/fs/cgroup".into()),
+            ]
+        );
+        // A container (or no /proc): the root files only.
+        let root_only = [
+            CgroupDir::V2("/sys/fs/cgroup".into()),
+            CgroupDir::V1("/sys/fs/cgroup/cpu".into()),
+            CgroupDir::V1("/sys/fs/cgroup/cpu,cpuacct".into()),
+        ];
+        assert_eq!(dirs("0::/\n1:cpu:/\n"), root_only);
+        assert_eq!(dirs(""), root_only);
+        assert_eq!(dirs("garbage\n::\n"), root_only);
     }
 
     #[test]

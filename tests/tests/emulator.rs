@@ -374,3 +374,42 @@ fn a_bad_setting_ends_cold_start_with_one_clear_line() {
         assert!(!logs.contains("panicked"), "{logs}");
     }
 }
+
+#[test]
+fn a_function_under_a_half_cpu_quota_detects_it() {
+    use local_stack::cgroup::{self, Cgroup, Limits};
+    assert_eq!(cgroup::MB_PER_VCPU, shared::vcpus::MB_PER_VCPU);
+    if Limits::from_env() != Ok(Limits::Enforced) {
+        eprintln!("skipped: {} is not \"on\"", cgroup::SWITCH);
+        return;
+    }
+    if let Err(e) = Cgroup::create(128) {
+        eprintln!("skipped: cgroups are not writable here: {e}");
+        return;
+    }
+    // 885 MB buys half a vCPU: a quota of 50,029 µs per 100,000.
+    let mut function = e2e::function("password-hasher");
+    function.memory_mb = 885;
+    let rie = local_stack::tools::emulator().expect("emulator");
+    let emulator = local_stack::emulator::Emulator::start(
+        &rie,
+        &e2e::binary("password-hasher"),
+        &function,
+        &[("AWS_LAMBDA_LOG_FORMAT", "JSON")],
+        &e2e::scratch("half-cpu.log"),
+    )
+    .expect("start");
+    emulator
+        .invoke(r#"{"operation":"unknown"}"#)
+        .expect("invoke");
+    let logs = emulator.logs();
+    let lines = json_lines(&logs);
+    let init = lines
+        .iter()
+        .find(|l| l["message"] == "shared init done")
+        .unwrap_or_else(|| panic!("no init line:\n{logs}"));
+    assert_eq!(init["cgroup_quota"], 1, "{logs}");
+    assert_eq!(init["workers"], 1, "{logs}");
+    let share = init["cpu_share"].as_f64().expect("cpu_share");
+    assert!((share - 0.5).abs() < 0.001, "{share}");
+}

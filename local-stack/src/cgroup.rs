@@ -1,0 +1,381 @@
+//! A cgroup per function process: the CPU time Lambda gives the function's
+//! memory size (one vCPU per 1,769 MB, at most the machine's cores) and a memory
+//! limit of that size.
+//!
+//! cgroup v1 (`cpu` and `memory` controllers, writable as root): `cpu.cfs_quota_us`
+//! per `cpu.cfs_period_us`, `memory.limit_in_bytes` (and `memory.memsw.limit_in_bytes`
+//! where it exists, so swap does not hide the limit). cgroup v2: `cpu.max` and
+//! `memory.max`, where this process may create a child of its own cgroup (the
+//! `systemd-run --user --scope` route for normal users is not taken). Each cgroup
+//! is a child of this process's own, so limits set around the caller still hold.
+//! Where neither works, functions run without limits and one line says so.
+//! `LOCAL_LIMITS=off` turns the limits off.
+//!
+//! The directories are removed when the [`Cgroup`] is dropped (after killing
+//! whatever still runs in them) and on Ctrl-C ([`remove_live`]).
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, Once};
+use std::time::{Duration, Instant};
+
+/// Memory that buys one vCPU's worth of CPU time on Lambda (the rule of
+/// `shared::vcpus::MB_PER_VCPU`; the end-to-end suite checks they agree).
+pub const MB_PER_VCPU: u64 = 1_769;
+/// The CFS period the quota is a share of, in microseconds.
+pub const PERIOD_US: u64 = 100_000;
+/// The environment variable that turns the limits off (`off`) or on (`on`, the default).
+pub const SWITCH: &str = "LOCAL_LIMITS";
+
+const ROOT: &str = "/sys/fs/cgroup";
+
+/// Whether function processes run under CPU and memory limits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Limits {
+    /// Lambda's CPU share and memory size, where cgroups allow it.
+    Enforced,
+    /// No limits.
+    Off,
+}
+
+impl Limits {
+    /// From [`SWITCH`]: unset or `on` is [`Limits::Enforced`], `off` is [`Limits::Off`].
+    pub fn from_env() -> Result<Self, String> {
+        match std::env::var(SWITCH).as_deref() {
+            Err(std::env::VarError::NotPresent) | Ok("on") => Ok(Self::Enforced),
+            Ok("off") => Ok(Self::Off),
+            _ => Err(format!("{SWITCH} must be \"on\" or \"off\"")),
+        }
+    }
+}
+
+/// A CPU quota per [`PERIOD_US`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Quota {
+    /// Microseconds of CPU time per period.
+    pub quota_us: u64,
+    /// Whether the machine's cores, not the memory size, set it.
+    pub capped: bool,
+}
+
+/// Lambda's CPU share for `memory_mb` (rounded up to the microsecond), at most
+/// `cores` whole CPUs.
+pub fn cpu_quota(memory_mb: u64, cores: usize) -> Quota {
+    let share = memory_mb.saturating_mul(PERIOD_US).div_ceil(MB_PER_VCPU);
+    let cap = u64::try_from(cores.max(1))
+        .unwrap_or(u64::MAX)
+        .saturating_mul(PERIOD_US);
+    Quota {
+        quota_us: share.min(cap),
+        capped: share > cap,
+    }
+}
+
+/// Cgroup directories this process created and has not removed yet.
+static LIVE: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+fn live() -> std::sync::MutexGuard<'static, Vec<PathBuf>> {
+    LIVE.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Kill what runs in every cgroup this process created and remove them (for
+/// the Ctrl-C handler, which exits without running destructors).
+pub fn remove_live() {
+    let dirs = std::mem::take(&mut *live());
+    for dir in dirs.iter().rev() {
+        remove(dir);
+    }
+}
+
+/// One function's cgroup (a directory per v1 controller, one in v2), removed on drop.
+#[derive(Debug)]
+pub struct Cgroup {
+    dirs: Vec<PathBuf>,
+}
+
+impl Cgroup {
+    /// A cgroup for a function of `memory_mb`, or `None` when `limits` is off
+    /// or cgroups cannot be written here (then one line, printed once, says why).
+    pub fn for_function(memory_mb: u32, limits: Limits) -> Option<Self> {
+        let created = match limits {
+            Limits::Off => Err(format!("{SWITCH}=off")),
+            Limits::Enforced => Self::create(u64::from(memory_mb)),
+        };
+        created
+            .inspect_err(|reason| {
+                static SAID: Once = Once::new();
+                SAID.call_once(|| eprintln!("CPU and memory limits are not enforced: {reason}"));
+            })
+            .ok()
+    }
+
+    /// A new cgroup with the CPU quota and memory limit of `memory_mb`.
+    pub fn create(memory_mb: u64) -> Result<Self, String> {
+        static COUNT: AtomicUsize = AtomicUsize::new(0);
+        let name = format!(
+            "lambda-local-{}-{}",
+            std::process::id(),
+            COUNT.fetch_add(1, Ordering::Relaxed)
+        );
+        let cores = std::thread::available_parallelism().map_or(1, usize::from);
+        let quota = cpu_quota(memory_mb, cores);
+        if quota.capped {
+            eprintln!(
+                "{memory_mb} MB buys {:.2} vCPUs on Lambda; this machine has {cores}: the CPU quota is {cores}",
+                memory_mb as f64 / MB_PER_VCPU as f64
+            );
+        }
+        let bytes = memory_mb.saturating_mul(1024 * 1024).to_string();
+        let own = std::fs::read_to_string("/proc/self/cgroup")
+            .map_err(|e| format!("/proc/self/cgroup: {e}"))?;
+        let mut cgroup = Self { dirs: Vec::new() };
+        if Path::new(ROOT).join("cgroup.controllers").is_file() {
+            let base = own_dir(Path::new(ROOT), own_path(&own, None));
+            // Controllers reach a child only through its parent's subtree_control.
+            write(&base.join("cgroup.subtree_control"), "+cpu +memory")?;
+            let dir = cgroup.make(&base.join(&name))?;
+            write(
+                &dir.join("cpu.max"),
+                &format!("{} {PERIOD_US}", quota.quota_us),
+            )?;
+            write(&dir.join("memory.max"), &bytes)?;
+            return Ok(cgroup);
+        }
+        let cpu_mount = ["cpu", "cpu,cpuacct"]
+            .iter()
+            .map(|m| Path::new(ROOT).join(m))
+            .find(|m| m.join("cpu.cfs_quota_us").is_file())
+            .ok_or("no cgroup v2 and no cgroup v1 cpu controller under /sys/fs/cgroup")?;
+        let memory_mount = Path::new(ROOT).join("memory");
+        if !memory_mount.join("memory.limit_in_bytes").is_file() {
+            return Err("no cgroup v1 memory controller under /sys/fs/cgroup".into());
+        }
+        let cpu = cgroup.make(&own_dir(&cpu_mount, own_path(&own, Some("cpu"))).join(&name))?;
+        write(&cpu.join("cpu.cfs_period_us"), &PERIOD_US.to_string())?;
+        write(&cpu.join("cpu.cfs_quota_us"), &quota.quota_us.to_string())?;
+        let memory =
+            cgroup.make(&own_dir(&memory_mount, own_path(&own, Some("memory"))).join(&name))?;
+        write(&memory.join("memory.limit_in_bytes"), &bytes)?;
+        let swap = memory.join("memory.memsw.limit_in_bytes");
+        if swap.is_file() {
+            write(&swap, &bytes)?;
+        }
+        Ok(cgroup)
+    }
+
+    /// Move process `pid` (all its threads) into the cgroup; what it starts
+    /// afterwards starts inside.
+    pub fn add(&self, pid: u32) -> Result<(), String> {
+        self.dirs
+            .iter()
+            .try_for_each(|dir| write(&dir.join("cgroup.procs"), &pid.to_string()))
+    }
+
+    /// The cgroup's directories (one per v1 controller, one in v2).
+    pub fn dirs(&self) -> &[PathBuf] {
+        &self.dirs
+    }
+
+    fn make(&mut self, dir: &Path) -> Result<PathBuf, String> {
+        std::fs::create_dir(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        live().push(dir.to_path_buf());
+        self.dirs.push(dir.to_path_buf());
+        Ok(dir.to_path_buf())
+    }
+}
+
+impl Drop for Cgroup {
+    fn drop(&mut self) {
+        let mut live = live();
+        for dir in self.dirs.iter().rev() {
+            // Not in the list any more: the Ctrl-C path removed it already.
+            if let Some(at) = live.iter().position(|d| d == dir) {
+                live.remove(at);
+                remove(dir);
+            }
+        }
+    }
+}
+
+/// The path of this process's cgroup in `/proc/self/cgroup` text: v2's
+/// (`0::/path`) for `None`, else the v1 hierarchy holding `controller`.
+fn own_path<'a>(proc_self_cgroup: &'a str, controller: Option<&str>) -> &'a str {
+    proc_self_cgroup
+        .lines()
+        .find_map(|line| {
+            let mut fields = line.splitn(3, ':');
+            let (hierarchy, controllers, path) = (fields.next()?, fields.next()?, fields.next()?);
+            let matches = match controller {
+                None => hierarchy == "0" && controllers.is_empty(),
+                Some(c) => controllers.split(',').any(|name| name == c),
+            };
+            matches.then_some(path)
+        })
+        .unwrap_or("/")
+}
+
+/// `mount` joined with the cgroup `path`, or `mount` itself where that is no
+/// directory (a container whose cgroup is the mount's root).
+fn own_dir(mount: &Path, path: &str) -> PathBuf {
+    let dir = mount.join(path.trim_start_matches('/'));
+    if dir.is_dir() {
+        dir
+    } else {
+        mount.to_path_buf()
+    }
+}
+
+fn write(file: &Path, value: &str) -> Result<(), String> {
+    std::fs::write(file, value).map_err(|e| format!("cannot write {}: {e}", file.display()))
+}
+
+/// Kill every process left in `dir`, then remove it (retried while the
+/// processes exit).
+fn remove(dir: &Path) {
+    let deadline = Instant::now() + Duration::from_secs(2);
+    loop {
+        let procs = std::fs::read_to_string(dir.join("cgroup.procs")).unwrap_or_default();
+        for pid in procs.split_whitespace() {
+            let _ = std::process::Command::new("kill")
+                .args(["-KILL", pid])
+                .status();
+        }
+        match std::fs::remove_dir(dir) {
+            Ok(()) => return,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return,
+            Err(e) if Instant::now() >= deadline => {
+                eprintln!("could not remove cgroup {}: {e}", dir.display());
+                return;
+            }
+            Err(_) => std::thread::sleep(Duration::from_millis(20)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::process::Guard;
+    use std::process::Command;
+
+    #[test]
+    fn the_quota_is_lambdas_share_capped_by_the_cores() {
+        assert_eq!(
+            cpu_quota(256, 2),
+            Quota {
+                quota_us: 14_472,
+                capped: false
+            }
+        );
+        assert_eq!(cpu_quota(1_769, 2).quota_us, 100_000);
+        assert_eq!(cpu_quota(3_538, 2), cpu_quota(3_538, 8));
+        assert_eq!(cpu_quota(3_538, 2).quota_us, 200_000);
+        assert_eq!(cpu_quota(885, 2).quota_us, 50_029);
+        assert_eq!(
+            cpu_quota(10_240, 2),
+            Quota {
+                quota_us: 200_000,
+                capped: true
+            }
+        );
+        assert_eq!(
+            cpu_quota(10_240, 8),
+            Quota {
+                quota_us: 578_859,
+                capped: false
+            }
+        );
+        assert_eq!(cpu_quota(128, 0).quota_us, 7_236);
+    }
+
+    #[test]
+    fn own_paths_from_proc_self_cgroup() {
+        let v1 = "9:name=systemd:/\n4:memory:/process_api/abc\n2:cpuacct:/\n1:cpu:/x\n0::/\n";
+        assert_eq!(own_path(v1, Some("memory")), "/process_api/abc");
+        assert_eq!(own_path(v1, Some("cpu")), "/x");
+        assert_eq!(own_path(v1, None), "/");
+        let joined = "3:cpu,cpuacct:/docker/1:2\n";
+        assert_eq!(own_path(joined, Some("cpu")), "/docker/1:2");
+        assert_eq!(
+            own_path("0::/user.slice/a.scope\n", None),
+            "/user.slice/a.scope"
+        );
+        assert_eq!(own_path("garbage", Some("cpu")), "/");
+        assert_eq!(own_path("", None), "/");
+    }
+
+    #[test]
+    fn limits_switch_values() {
+        // The variable is read as the process has it; only check the parsing
+        // of what this run was given.
+        match std::env::var(SWITCH).as_deref() {
+            Ok("off") => assert_eq!(Limits::from_env(), Ok(Limits::Off)),
+            Ok("on") | Err(_) => assert_eq!(Limits::from_env(), Ok(Limits::Enforced)),
+            Ok(_) => assert!(Limits::from_env().is_err()),
+        }
+    }
+
+    /// Whether this machine lets the tests create cgroups; prints why not.
+    fn cgroups_writable() -> Option<Cgroup> {
+        Cgroup::create(128)
+            .inspect_err(|e| eprintln!("skipped: cgroups are not writable here: {e}"))
+            .ok()
+    }
+
+    #[test]
+    fn a_cgroup_holds_its_limits_and_is_removed_with_what_runs_in_it() {
+        let Some(cgroup) = cgroups_writable() else {
+            return;
+        };
+        let dirs = cgroup.dirs().to_vec();
+        assert!(!dirs.is_empty());
+        let limits: Vec<String> = dirs
+            .iter()
+            .flat_map(|d| {
+                [
+                    "cpu.cfs_quota_us",
+                    "cpu.max",
+                    "memory.limit_in_bytes",
+                    "memory.max",
+                ]
+                .map(|f| d.join(f))
+            })
+            .filter_map(|f| std::fs::read_to_string(f).ok())
+            .map(|s| s.trim().to_owned())
+            .collect();
+        assert!(limits.iter().any(|l| l.starts_with("7236")), "{limits:?}");
+        assert!(
+            limits.contains(&(128 * 1024 * 1024).to_string()),
+            "{limits:?}"
+        );
+        let mut sleeper = Guard::spawn("sleeper", Command::new("sleep").arg("300")).expect("sleep");
+        cgroup.add(sleeper.pid()).expect("add");
+        let own = std::fs::read_to_string(format!("/proc/{}/cgroup", sleeper.pid())).expect("read");
+        let name = dirs[0]
+            .file_name()
+            .expect("name")
+            .to_string_lossy()
+            .into_owned();
+        assert!(own.contains(&name), "{own}");
+        drop(cgroup);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let mut status = None;
+        while status.is_none() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+            status = sleeper.exited();
+        }
+        assert!(status.is_some(), "the sleeper was killed");
+        for dir in &dirs {
+            assert!(!dir.exists(), "{} removed", dir.display());
+        }
+        // The Ctrl-C path removes what is not dropped yet (in this test, not
+        // a test of its own: it removes every cgroup of the process).
+        let cgroup = Cgroup::create(128).expect("create");
+        let dirs = cgroup.dirs().to_vec();
+        remove_live();
+        for dir in &dirs {
+            assert!(!dir.exists(), "{} removed", dir.display());
+        }
+        drop(cgroup);
+    }
+}
