@@ -176,6 +176,16 @@ impl Cgroup {
         &self.dirs
     }
 
+    /// How many processes the kernel's out-of-memory killer has killed in the
+    /// cgroup so far (`oom_kill` in v1's `memory.oom_control`, v2's
+    /// `memory.events`), or `None` where the kernel does not count them.
+    pub fn oom_kills(&self) -> Option<u64> {
+        self.dirs
+            .iter()
+            .flat_map(|dir| [dir.join("memory.oom_control"), dir.join("memory.events")])
+            .find_map(|file| oom_kill_count(&std::fs::read_to_string(file).ok()?))
+    }
+
     fn make(&mut self, dir: &Path) -> Result<PathBuf, String> {
         std::fs::create_dir(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
         live().push(dir.to_path_buf());
@@ -212,6 +222,15 @@ fn own_path<'a>(proc_self_cgroup: &'a str, controller: Option<&str>) -> &'a str 
             matches.then_some(path)
         })
         .unwrap_or("/")
+}
+
+/// The `oom_kill N` counter in the text of `memory.oom_control` (v1) or
+/// `memory.events` (v2).
+fn oom_kill_count(text: &str) -> Option<u64> {
+    text.lines().find_map(|line| {
+        let (key, value) = line.split_once(' ')?;
+        (key == "oom_kill").then(|| value.trim().parse().ok())?
+    })
 }
 
 /// `mount` joined with the cgroup `path`, or `mount` itself where that is no
@@ -302,6 +321,18 @@ mod tests {
         );
         assert_eq!(own_path("garbage", Some("cpu")), "/");
         assert_eq!(own_path("", None), "/");
+    }
+
+    #[test]
+    fn oom_kills_are_counted_in_v1_and_v2_files() {
+        let v1 = "oom_kill_disable 0\nunder_oom 0\noom_kill 3\n";
+        assert_eq!(oom_kill_count(v1), Some(3));
+        let v2 = "low 0\nhigh 0\nmax 12\noom 2\noom_kill 1\noom_group_kill 0\n";
+        assert_eq!(oom_kill_count(v2), Some(1));
+        // Kernels before 4.13 do not count kills in v1.
+        assert_eq!(oom_kill_count("oom_kill_disable 0\nunder_oom 0\n"), None);
+        assert_eq!(oom_kill_count("oom_kill many\n"), None);
+        assert_eq!(oom_kill_count(""), None);
     }
 
     #[test]

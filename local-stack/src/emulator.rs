@@ -1,6 +1,12 @@
 //! A function binary running under the Lambda runtime interface emulator (the
 //! one `sam local invoke` runs inside its container), on loopback ports, no
 //! Docker needed.
+//!
+//! A function past its memory limit is killed by the kernel mid-invocation;
+//! the emulator then answers `Runtime.ExitError` ("signal: killed") and starts
+//! a fresh process at the next invocation (a cold start). Lambda reports that
+//! kill as `Runtime.OutOfMemory`, so [`Emulator::invoke`] does too, when the
+//! cgroup's out-of-memory killer fired during the invocation.
 
 use crate::cgroup::{Cgroup, Limits};
 use crate::process::{Guard, free_port, wait_for_port};
@@ -15,7 +21,7 @@ pub struct Emulator {
     /// Dropped first: the cgroup is removed once its processes are stopped.
     guard: Guard,
     /// The function's CPU quota and memory limit, if enforced.
-    _cgroup: Option<Cgroup>,
+    cgroup: Option<Cgroup>,
     url: String,
     log: PathBuf,
     agent: ureq::Agent,
@@ -53,7 +59,13 @@ impl Emulator {
         let cgroup = Cgroup::for_function(spec.memory_mb, Limits::from_env()?);
         let port = free_port().map_err(|e| format!("free port: {e}"))?;
         let api_port = free_port().map_err(|e| format!("free port: {e}"))?;
-        let out = std::fs::File::create(log).map_err(|e| format!("{}: {e}", log.display()))?;
+        // Appending, so that lines written here (out of memory) land after the
+        // emulator's, never over them.
+        std::fs::File::create(log).map_err(|e| format!("{}: {e}", log.display()))?;
+        let out = std::fs::OpenOptions::new()
+            .append(true)
+            .open(log)
+            .map_err(|e| format!("{}: {e}", log.display()))?;
         let err = out
             .try_clone()
             .map_err(|e| format!("{}: {e}", log.display()))?;
@@ -99,7 +111,7 @@ impl Emulator {
             .into();
         Ok(Self {
             guard,
-            _cgroup: cgroup,
+            cgroup,
             url: format!("http://127.0.0.1:{port}/2015-03-31/functions/function/invocations"),
             log: log.to_path_buf(),
             agent,
@@ -107,13 +119,38 @@ impl Emulator {
     }
 
     /// Invoke the function with `payload` (any bytes: the suite also sends
-    /// what is not JSON), as `sam local invoke -e` does.
+    /// what is not JSON), as `sam local invoke -e` does. A function killed for
+    /// exceeding its memory answers as on Lambda: `Runtime.OutOfMemory`, one
+    /// line in the log.
     pub fn invoke(&self, payload: impl AsRef<[u8]>) -> Result<Invocation, String> {
+        let kills_before = self.oom_kills();
+        let invocation = self.post(payload.as_ref())?;
+        let killed = matches!(
+            (kills_before, self.oom_kills()),
+            (Some(before), Some(after)) if after > before
+        );
+        let Some((invocation, line)) = killed.then(|| out_of_memory(&invocation)).flatten() else {
+            return Ok(invocation);
+        };
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(&self.log)
+            .and_then(|mut log| std::io::Write::write_all(&mut log, format!("{line}\n").as_bytes()))
+            .map_err(|e| format!("{}: {e}", self.log.display()))?;
+        Ok(invocation)
+    }
+
+    /// The out-of-memory kills in the function's cgroup so far (`None` without one).
+    fn oom_kills(&self) -> Option<u64> {
+        self.cgroup.as_ref().and_then(Cgroup::oom_kills)
+    }
+
+    fn post(&self, payload: &[u8]) -> Result<Invocation, String> {
         let response = self
             .agent
             .post(&self.url)
             .header("content-type", "application/json")
-            .send(payload.as_ref())
+            .send(payload)
             .map_err(|e| format!("invoke {}: {e}", self.url))?;
         let status = response.status().as_u16();
         let body = response
@@ -150,10 +187,74 @@ impl Emulator {
     }
 }
 
+/// Lambda's `errorType` for a function killed for exceeding its memory.
+pub const OUT_OF_MEMORY: &str = "Runtime.OutOfMemory";
+
+/// The emulator's answer for a killed process (`Runtime.ExitError`) as Lambda
+/// answers it when the kill was for memory: `Runtime.OutOfMemory`, the same
+/// message ("RequestId: ... Error: Runtime exited with error: signal: killed"),
+/// a function error (HTTP 200), and the line Lambda logs for it (the message,
+/// then the error type). `None` for any other answer.
+fn out_of_memory(answer: &Invocation) -> Option<(Invocation, String)> {
+    let json = answer.json().ok()?;
+    if json["errorType"] != "Runtime.ExitError" {
+        return None;
+    }
+    let message = json["errorMessage"].as_str()?;
+    let body = serde_json::json!({ "errorType": OUT_OF_MEMORY, "errorMessage": message });
+    let answer = Invocation {
+        status: 200,
+        body: body.to_string(),
+    };
+    Some((answer, format!("{message} {OUT_OF_MEMORY}")))
+}
+
 /// The init duration in emulator output `logs`, in ms (`INIT REPORT(durationMs: X)`).
 pub fn init_duration_ms(logs: &str) -> Option<f64> {
     logs.lines().find_map(|line| {
         let rest = line.split("INIT REPORT(durationMs: ").nth(1)?;
         rest.split(')').next()?.trim().parse().ok()
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn answer(status: u16, body: &str) -> Invocation {
+        Invocation {
+            status,
+            body: body.into(),
+        }
+    }
+
+    #[test]
+    fn a_killed_runtime_is_reported_out_of_memory_as_on_lambda() {
+        let message = "RequestId: 1-2 Error: Runtime exited with error: signal: killed";
+        let killed = answer(
+            502,
+            &serde_json::json!({ "errorType": "Runtime.ExitError", "errorMessage": message })
+                .to_string(),
+        );
+        let (reported, line) = out_of_memory(&killed).expect("out of memory");
+        assert_eq!(reported.status, 200);
+        assert_eq!(
+            reported.json().expect("JSON"),
+            serde_json::json!({ "errorType": "Runtime.OutOfMemory", "errorMessage": message })
+        );
+        assert_eq!(line, format!("{message} Runtime.OutOfMemory"));
+    }
+
+    #[test]
+    fn other_answers_are_not_out_of_memory() {
+        for body in [
+            r#"{"ok":true}"#,
+            r#"{"errorType":"Runtime.Unhandled","errorMessage":"x"}"#,
+            r#"{"errorType":"Runtime.ExitError"}"#,
+            "not JSON",
+            "",
+        ] {
+            assert!(out_of_memory(&answer(200, body)).is_none(), "{body}");
+        }
+    }
 }

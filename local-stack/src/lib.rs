@@ -17,6 +17,7 @@ pub mod local_aws;
 pub mod process;
 pub mod runner;
 pub mod sam;
+pub mod schedule;
 pub mod template;
 pub mod tools;
 

@@ -7,8 +7,8 @@
 //! local servers); the
 //! local event source mapping between the order queue and the order processor.
 //! Then the demonstration: the sample orders go through the queue, the
-//! password samples through the hasher, and the Arrow worker reports on what
-//! was stored. Everything started is stopped on return, error or Ctrl-C.
+//! password samples through the hasher, the Arrow worker reports on what
+//! was stored, and each schedule of the template fires once. Everything started is stopped on return, error or Ctrl-C.
 
 use crate::dynamodb_local::{self, DynamoDbLocal};
 use crate::elasticmq::{self, ElasticMq, LocalQueue};
@@ -16,7 +16,7 @@ use crate::emulator::Emulator;
 use crate::event_source::EventSource;
 use crate::local_aws::function_env;
 use crate::template::{SqsSource, Template};
-use crate::{process, tools};
+use crate::{process, schedule, tools};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -101,6 +101,7 @@ pub fn run(options: Options, build_dir: &Path, logs: &Path) -> Result<Summary, S
         "3. Reports on the stored orders",
         failures,
     )?;
+    fire_schedules(&stack, &template, &runtime, &mut summary.failures)?;
 
     println!("\nCold starts (init duration under the emulator):");
     for (name, emulator) in &stack.functions {
@@ -297,6 +298,41 @@ fn invoke_samples(
             None => summarize(&inner),
         };
         println!("   {file}: {summary}");
+    }
+    Ok(())
+}
+
+/// Fire each `ScheduleV2` event of the template once, now, as EventBridge
+/// Scheduler would at its time (see [`crate::schedule`]; retries wait
+/// [`schedule::LOCAL_RETRY_DELAY`] multiples instead of minutes).
+fn fire_schedules(
+    stack: &Stack,
+    template: &Template,
+    runtime: &tokio::runtime::Runtime,
+    failures: &mut Vec<String>,
+) -> Result<(), String> {
+    println!("\n4. Schedules, fired once now (asynchronous invocations, Lambda's retries):");
+    let sqs = stack.elasticmq.client();
+    for schedule in template.schedules()? {
+        let emulator = stack.function(&schedule.function)?;
+        let firing = runtime.block_on(schedule::fire(
+            &schedule,
+            &|payload| emulator.invoke(payload),
+            &sqs,
+            &stack.queues,
+            schedule::LOCAL_RETRY_DELAY,
+        ))?;
+        println!(
+            "   {} {} {} -> {} {}: {firing}",
+            schedule.name,
+            schedule.expression,
+            schedule.timezone,
+            schedule.function,
+            schedule.input
+        );
+        if firing.outcome != schedule::Outcome::Succeeded {
+            failures.push(format!("schedule {}: {firing}", schedule.name));
+        }
     }
     Ok(())
 }

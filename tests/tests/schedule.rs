@@ -1,0 +1,101 @@
+//! The template's `ScheduleV2` events fired on the local stack as EventBridge
+//! Scheduler fires them: an asynchronous invocation with the schedule's
+//! `Input`, Lambda's retries after a function error, and the event in the
+//! function's `DeadLetterQueue` (with Lambda's error attributes) after the last.
+
+use e2e::{LocalQueues, servers, servers_env, start, template};
+use local_stack::elasticmq::take_all;
+use local_stack::local_aws::{NO_SERVER, function_env};
+use local_stack::schedule::{Outcome, fire};
+use local_stack::template::Schedule;
+use std::time::Duration;
+
+fn daily_report() -> Schedule {
+    template()
+        .schedules()
+        .unwrap_or_else(|e| panic!("{e}"))
+        .into_iter()
+        .find(|s| s.name == "DailyReport")
+        .expect("template.yaml has a DailyReport schedule")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_daily_report_ends_in_the_reports_dead_letter_queue_after_lambdas_retries() {
+    let schedule = daily_report();
+    let queues = LocalQueues::start(30).await;
+    // DynamoDB where nothing listens: every report fails.
+    let mut env = function_env(&[("AWS_ENDPOINT_URL_DYNAMODB", NO_SERVER)]);
+    env.extend(queues.env());
+    let worker = start(&schedule.function, &env);
+
+    let firing = fire(
+        &schedule,
+        &|payload| worker.invoke(payload),
+        &queues.client,
+        &queues.queues,
+        Duration::ZERO,
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+
+    assert_eq!(firing.attempts, 1 + schedule.lambda_retries, "{firing:?}");
+    let Outcome::DeadLettered(failure) = &firing.outcome else {
+        panic!("not dead-lettered: {firing:?}");
+    };
+    let dlq = queues.queue(
+        schedule
+            .dead_letter_queue
+            .as_deref()
+            .expect("a DeadLetterQueue"),
+    );
+    let letters = take_all(&queues.client, &dlq.url).await.expect("receive");
+    assert_eq!(letters.len(), 1, "{letters:?}");
+    let letter = &letters[0];
+    assert_eq!(letter.body(), Some(schedule.input.as_str()));
+    let attribute = |name: &str| {
+        let value = letter
+            .message_attributes()
+            .and_then(|a| a.get(name))
+            .unwrap_or_else(|| panic!("no attribute {name}: {letter:?}"));
+        (
+            value.data_type().to_owned(),
+            value.string_value().unwrap_or_default().to_owned(),
+        )
+    };
+    assert_eq!(attribute("ErrorCode"), ("Number".into(), "200".into()));
+    assert_eq!(
+        attribute("RequestID"),
+        ("String".into(), failure.request_id.clone())
+    );
+    let (kind, message) = attribute("ErrorMessage");
+    assert_eq!(kind, "String");
+    assert!(!message.is_empty() && message.len() <= 1024, "{message}");
+    assert_eq!(message, failure.error_message);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_succeeding_daily_report_is_invoked_once_and_dead_letters_nothing() {
+    let schedule = daily_report();
+    let (dynamodb, queues) = servers(&template(), None, 30).await;
+    let worker = start(&schedule.function, &servers_env(&dynamodb, &queues));
+
+    let firing = fire(
+        &schedule,
+        &|payload| worker.invoke(payload),
+        &queues.client,
+        &queues.queues,
+        Duration::ZERO,
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+
+    assert_eq!((firing.attempts, &firing.outcome), (1, &Outcome::Succeeded));
+    let dlq = queues.queue(
+        schedule
+            .dead_letter_queue
+            .as_deref()
+            .expect("a DeadLetterQueue"),
+    );
+    let letters = take_all(&queues.client, &dlq.url).await.expect("receive");
+    assert!(letters.is_empty(), "{letters:?}");
+}
