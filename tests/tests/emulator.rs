@@ -376,7 +376,7 @@ fn a_bad_setting_ends_cold_start_with_one_clear_line() {
 }
 
 #[test]
-fn a_function_under_a_half_cpu_quota_detects_it() {
+fn functions_detect_the_cpu_share_of_their_memory_size() {
     use local_stack::cgroup::{self, Cgroup, Limits};
     assert_eq!(cgroup::MB_PER_VCPU, shared::vcpus::MB_PER_VCPU);
     if Limits::from_env() != Ok(Limits::Enforced) {
@@ -387,29 +387,41 @@ fn a_function_under_a_half_cpu_quota_detects_it() {
         eprintln!("skipped: cgroups are not writable here: {e}");
         return;
     }
-    // 885 MB buys half a vCPU: a quota of 50,029 µs per 100,000.
-    let mut function = e2e::function("password-hasher");
-    function.memory_mb = 885;
+    // (MemorySize, the share it buys, the hasher's workers). 885 MB is a
+    // quota of 50,029 µs per 100,000; 3,538 MB needs two cores (this
+    // machine's count, so the quota is not capped).
+    for (memory_mb, share, workers) in [(885, 0.5, 1), (1_769, 1.0, 1), (3_538, 2.0, 2)] {
+        let init = init_line_at("password-hasher", memory_mb);
+        assert_eq!(init["cgroup_quota"], workers, "{memory_mb} MB: {init}");
+        assert_eq!(init["workers"], workers, "{memory_mb} MB: {init}");
+        let detected = init["cpu_share"].as_f64().expect("cpu_share");
+        assert!(
+            (detected - share).abs() < 0.001,
+            "{memory_mb} MB: {detected} vCPUs"
+        );
+    }
+}
+
+/// The `shared init done` line of `binary` started under the emulator at
+/// `memory_mb` (its memory-size variable, cgroup quota and limit follow from it).
+fn init_line_at(binary: &str, memory_mb: u32) -> serde_json::Value {
+    let mut function = e2e::function(binary);
+    function.memory_mb = memory_mb;
     let rie = local_stack::tools::emulator().expect("emulator");
     let emulator = local_stack::emulator::Emulator::start(
         &rie,
-        &e2e::binary("password-hasher"),
+        &e2e::binary(binary),
         &function,
         &[("AWS_LAMBDA_LOG_FORMAT", "JSON")],
-        &e2e::scratch("half-cpu.log"),
+        &e2e::scratch(&format!("{binary}-{memory_mb}mb.log")),
     )
     .expect("start");
     emulator
         .invoke(r#"{"operation":"unknown"}"#)
         .expect("invoke");
     let logs = emulator.logs();
-    let lines = json_lines(&logs);
-    let init = lines
-        .iter()
+    json_lines(&logs)
+        .into_iter()
         .find(|l| l["message"] == "shared init done")
-        .unwrap_or_else(|| panic!("no init line:\n{logs}"));
-    assert_eq!(init["cgroup_quota"], 1, "{logs}");
-    assert_eq!(init["workers"], 1, "{logs}");
-    let share = init["cpu_share"].as_f64().expect("cpu_share");
-    assert!((share - 0.5).abs() < 0.001, "{share}");
+        .unwrap_or_else(|| panic!("no init line:\n{logs}"))
 }
