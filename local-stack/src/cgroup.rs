@@ -87,6 +87,15 @@ pub fn remove_live() {
     }
 }
 
+/// Whether functions started now run under limits; `Err` says why not (the
+/// switch is off or unreadable, or cgroups cannot be written here).
+pub fn enforced() -> Result<(), String> {
+    match Limits::from_env()? {
+        Limits::Off => Err(format!("{SWITCH}=off")),
+        Limits::Enforced => Cgroup::create(128).map(drop),
+    }
+}
+
 /// One function's cgroup (a directory per v1 controller, one in v2), removed on drop.
 #[derive(Debug)]
 pub struct Cgroup {

@@ -377,14 +377,10 @@ fn a_bad_setting_ends_cold_start_with_one_clear_line() {
 
 #[test]
 fn functions_detect_the_cpu_share_of_their_memory_size() {
-    use local_stack::cgroup::{self, Cgroup, Limits};
+    use local_stack::cgroup;
     assert_eq!(cgroup::MB_PER_VCPU, shared::vcpus::MB_PER_VCPU);
-    if Limits::from_env() != Ok(Limits::Enforced) {
-        eprintln!("skipped: {} is not \"on\"", cgroup::SWITCH);
-        return;
-    }
-    if let Err(e) = Cgroup::create(128) {
-        eprintln!("skipped: cgroups are not writable here: {e}");
+    if let Err(why) = cgroup::enforced() {
+        eprintln!("skipped: limits are not enforced: {why}");
         return;
     }
     // (MemorySize, the share it buys, the hasher's workers). 885 MB is a

@@ -2,7 +2,7 @@
 //! invocation ends as Lambda reports it (`Runtime.OutOfMemory`, logged as out
 //! of memory), and the next invocation is a cold start in a fresh process.
 
-use local_stack::cgroup::{self, Cgroup, Limits};
+use local_stack::cgroup;
 use local_stack::emulator::{Emulator, Invocation};
 use local_stack::template::Function;
 use serde_json::{Value, json};
@@ -15,12 +15,8 @@ fn answer(invocation: &Invocation) -> Value {
 
 #[test]
 fn past_its_memory_size_a_function_is_out_of_memory_then_cold_starts() {
-    if Limits::from_env() != Ok(Limits::Enforced) {
-        eprintln!("skipped: {} is not \"on\"", cgroup::SWITCH);
-        return;
-    }
-    if let Err(e) = Cgroup::create(128) {
-        eprintln!("skipped: cgroups are not writable here: {e}");
+    if let Err(why) = cgroup::enforced() {
+        eprintln!("skipped: limits are not enforced: {why}");
         return;
     }
     let function = Function {

@@ -3,10 +3,12 @@
 //! `Input`, Lambda's retries after a function error, and the event in the
 //! function's `DeadLetterQueue` (with Lambda's error attributes) after the last.
 
+use aws_sdk_sqs::types::Message;
 use e2e::{LocalQueues, servers, servers_env, start, template};
 use local_stack::elasticmq::take_all;
+use local_stack::emulator::Emulator;
 use local_stack::local_aws::{NO_SERVER, function_env};
-use local_stack::schedule::{Outcome, fire};
+use local_stack::schedule::{Firing, Outcome, fire};
 use local_stack::template::Schedule;
 use std::time::Duration;
 
@@ -19,6 +21,32 @@ fn daily_report() -> Schedule {
         .expect("template.yaml has a DailyReport schedule")
 }
 
+/// Fire `schedule` at `worker` (no wait between Lambda's retries), then take
+/// every message from the function's dead-letter queue.
+async fn fire_and_read_dead_letters(
+    schedule: &Schedule,
+    worker: &Emulator,
+    queues: &LocalQueues,
+) -> (Firing, Vec<Message>) {
+    let firing = fire(
+        schedule,
+        &|payload| worker.invoke(payload),
+        &queues.client,
+        &queues.queues,
+        Duration::ZERO,
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+    let dlq = queues.queue(
+        schedule
+            .dead_letter_queue
+            .as_deref()
+            .expect("a DeadLetterQueue"),
+    );
+    let letters = take_all(&queues.client, &dlq.url).await.expect("receive");
+    (firing, letters)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failing_daily_report_ends_in_the_reports_dead_letter_queue_after_lambdas_retries() {
     let schedule = daily_report();
@@ -28,27 +56,12 @@ async fn a_failing_daily_report_ends_in_the_reports_dead_letter_queue_after_lamb
     env.extend(queues.env());
     let worker = start(&schedule.function, &env);
 
-    let firing = fire(
-        &schedule,
-        &|payload| worker.invoke(payload),
-        &queues.client,
-        &queues.queues,
-        Duration::ZERO,
-    )
-    .await
-    .unwrap_or_else(|e| panic!("{e}"));
+    let (firing, letters) = fire_and_read_dead_letters(&schedule, &worker, &queues).await;
 
     assert_eq!(firing.attempts, 1 + schedule.lambda_retries, "{firing:?}");
     let Outcome::DeadLettered(failure) = &firing.outcome else {
         panic!("not dead-lettered: {firing:?}");
     };
-    let dlq = queues.queue(
-        schedule
-            .dead_letter_queue
-            .as_deref()
-            .expect("a DeadLetterQueue"),
-    );
-    let letters = take_all(&queues.client, &dlq.url).await.expect("receive");
     assert_eq!(letters.len(), 1, "{letters:?}");
     let letter = &letters[0];
     assert_eq!(letter.body(), Some(schedule.input.as_str()));
@@ -79,23 +92,8 @@ async fn a_succeeding_daily_report_is_invoked_once_and_dead_letters_nothing() {
     let (dynamodb, queues) = servers(&template(), None, 30).await;
     let worker = start(&schedule.function, &servers_env(&dynamodb, &queues));
 
-    let firing = fire(
-        &schedule,
-        &|payload| worker.invoke(payload),
-        &queues.client,
-        &queues.queues,
-        Duration::ZERO,
-    )
-    .await
-    .unwrap_or_else(|e| panic!("{e}"));
+    let (firing, letters) = fire_and_read_dead_letters(&schedule, &worker, &queues).await;
 
     assert_eq!((firing.attempts, &firing.outcome), (1, &Outcome::Succeeded));
-    let dlq = queues.queue(
-        schedule
-            .dead_letter_queue
-            .as_deref()
-            .expect("a DeadLetterQueue"),
-    );
-    let letters = take_all(&queues.client, &dlq.url).await.expect("receive");
     assert!(letters.is_empty(), "{letters:?}");
 }

@@ -194,21 +194,25 @@ mod tests {
         assert!(Instant::now() <= deadline);
     }
 
+    /// An attempt that never answers if it is the first (counted in `calls`),
+    /// and succeeds with 7 otherwise.
+    fn first_never_answers(calls: &AtomicU32) -> impl Future<Output = Result<i32, StoreError>> {
+        let first = calls.fetch_add(1, Ordering::SeqCst) == 0;
+        async move {
+            if first {
+                std::future::pending::<()>().await;
+            }
+            Ok(7)
+        }
+    }
+
     #[tokio::test(start_paused = true)]
     async fn an_attempt_that_never_answers_is_cut_off_and_retried() {
         let calls = AtomicU32::new(0);
         let start = Instant::now();
         let deadline = start + Duration::from_secs(30);
         let result = Backoff::default()
-            .run(deadline, || {
-                let first = calls.fetch_add(1, Ordering::SeqCst) == 0;
-                async move {
-                    if first {
-                        std::future::pending::<()>().await;
-                    }
-                    Ok(7)
-                }
-            })
+            .run(deadline, || first_never_answers(&calls))
             .await;
         assert_eq!(result, Ok(7));
         assert_eq!(calls.load(Ordering::SeqCst), 2);
@@ -223,15 +227,7 @@ mod tests {
         let start = Instant::now();
         let deadline = start + Duration::from_millis(1_000);
         let result = Backoff::default()
-            .run(deadline, || {
-                let first = calls.fetch_add(1, Ordering::SeqCst) == 0;
-                async move {
-                    if first {
-                        std::future::pending::<()>().await;
-                    }
-                    Ok(7)
-                }
-            })
+            .run(deadline, || first_never_answers(&calls))
             .await;
         assert_eq!(result, Ok(7));
         assert!(start.elapsed() < Duration::from_millis(600));

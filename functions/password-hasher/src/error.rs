@@ -80,16 +80,20 @@ impl From<Error> for Diagnostic {
 mod tests {
     use super::*;
 
-    #[test]
-    fn each_error_keeps_its_error_type_and_status() {
-        let too_slow = Error::DeadlineTooShort {
+    /// 1,000 cost-14 hashes estimated at 128 s with 20 s left.
+    fn too_slow() -> Error {
+        Error::DeadlineTooShort {
             hashes: 1_000,
             cost: 14,
             workers: 2,
             vcpus: 1.0175,
             estimate: Duration::from_millis(128_000),
             left: Duration::from_secs(20),
-        };
+        }
+    }
+
+    #[test]
+    fn each_error_keeps_its_error_type_and_status() {
         let cases = [
             (
                 Error::from(Invalid("cost 3 is outside".into())),
@@ -97,7 +101,7 @@ mod tests {
                 400,
             ),
             (Error::MethodNotAllowed, "InvalidRequest", 405),
-            (too_slow, "DeadlineTooShort", 400),
+            (too_slow(), "DeadlineTooShort", 400),
             (
                 Error::from(HashingError::from(shared::pool::JobError::Panicked(
                     "hashing",
@@ -119,14 +123,7 @@ mod tests {
 
     #[test]
     fn the_deadline_message_names_the_work_and_the_time() {
-        let error = Error::DeadlineTooShort {
-            hashes: 1_000,
-            cost: 14,
-            workers: 2,
-            vcpus: 1.0175,
-            estimate: Duration::from_millis(128_000),
-            left: Duration::from_secs(20),
-        };
+        let error = too_slow();
         assert_eq!(
             error.to_string(),
             "1000 hash(es) at cost 14 on 2 worker(s) sharing 1.02 vCPU(s) need about 128.0 s; 20.0 s are left before the deadline: send smaller batches or a lower cost"
