@@ -90,7 +90,12 @@ pub fn remove_live() {
 /// Whether functions started now run under limits; `Err` says why not (the
 /// switch is off or unreadable, or cgroups cannot be written here).
 pub fn enforced() -> Result<(), String> {
-    match Limits::from_env()? {
+    enforced_with(Limits::from_env()?)
+}
+
+/// [`enforced`] for `limits` given, not read from [`SWITCH`].
+pub fn enforced_with(limits: Limits) -> Result<(), String> {
+    match limits {
         Limits::Off => Err(format!("{SWITCH}=off")),
         Limits::Enforced => Cgroup::create(128).map(drop),
     }
@@ -128,12 +133,20 @@ impl Cgroup {
         );
         let cores = std::thread::available_parallelism().map_or(1, usize::from);
         let quota = cpu_quota(memory_mb, cores);
-        if quota.capped {
+        // Said once per memory size, not at every process started (at most
+        // one entry per size Lambda allows).
+        static CAPPED_SAID: Mutex<Vec<u64>> = Mutex::new(Vec::new());
+        let mut said = CAPPED_SAID
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if quota.capped && !said.contains(&memory_mb) {
+            said.push(memory_mb);
             eprintln!(
                 "{memory_mb} MB buys {:.2} vCPUs on Lambda; this machine has {cores}: the CPU quota is {cores}",
                 memory_mb as f64 / MB_PER_VCPU as f64
             );
         }
+        drop(said);
         let bytes = memory_mb.saturating_mul(1024 * 1024).to_string();
         let own = std::fs::read_to_string("/proc/self/cgroup")
             .map_err(|e| format!("/proc/self/cgroup: {e}"))?;
@@ -193,6 +206,27 @@ impl Cgroup {
             .iter()
             .flat_map(|dir| [dir.join("memory.oom_control"), dir.join("memory.events")])
             .find_map(|file| oom_kill_count(&std::fs::read_to_string(file).ok()?))
+    }
+
+    /// The most memory the cgroup's processes held at once so far, in bytes
+    /// (v1's `memory.max_usage_in_bytes`, v2's `memory.peak`), or `None` where
+    /// the kernel does not keep it.
+    pub fn peak_memory_bytes(&self) -> Option<u64> {
+        self.memory_figure(["memory.max_usage_in_bytes", "memory.peak"])
+    }
+
+    /// The cgroup's memory limit in bytes as the kernel holds it (v1's
+    /// `memory.limit_in_bytes`, v2's `memory.max`), or `None` without one.
+    pub fn memory_limit_bytes(&self) -> Option<u64> {
+        self.memory_figure(["memory.limit_in_bytes", "memory.max"])
+    }
+
+    /// The number in the first of `files` that one of the cgroup's directories holds.
+    fn memory_figure(&self, files: [&str; 2]) -> Option<u64> {
+        self.dirs
+            .iter()
+            .flat_map(|dir| files.map(|file| dir.join(file)))
+            .find_map(|file| std::fs::read_to_string(file).ok()?.trim().parse().ok())
     }
 
     fn make(&mut self, dir: &Path) -> Result<PathBuf, String> {
@@ -388,6 +422,23 @@ mod tests {
             limits.contains(&(128 * 1024 * 1024).to_string()),
             "{limits:?}"
         );
+        assert_eq!(cgroup.memory_limit_bytes(), Some(128 * 1024 * 1024));
+        // A process inside that fills a 24 MiB buffer: the peak counts it. It
+        // waits for a file, so that it allocates only once it is inside.
+        let go = std::env::temp_dir().join(format!("cgroup-peak-{}", std::process::id()));
+        let fill = r#"while [ ! -e "$0" ]; do sleep 0.01; done
+            exec dd if=/dev/zero of=/dev/null bs=24M count=1 status=none"#;
+        let mut filler =
+            Guard::spawn("filler", Command::new("sh").args(["-c", fill]).arg(&go)).expect("sh");
+        cgroup.add(filler.pid()).expect("add");
+        std::fs::write(&go, "").expect("go");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while filler.exited().is_none() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = std::fs::remove_file(&go);
+        let peak = cgroup.peak_memory_bytes().expect("a peak");
+        assert!(peak >= 24 << 20, "peak {peak} bytes");
         let mut sleeper = Guard::spawn("sleeper", Command::new("sleep").arg("300")).expect("sleep");
         cgroup.add(sleeper.pid()).expect("add");
         let own = std::fs::read_to_string(format!("/proc/{}/cgroup", sleeper.pid())).expect("read");

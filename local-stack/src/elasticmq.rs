@@ -67,6 +67,11 @@ aws {{ region = "{REGION}", accountId = "{ACCOUNT_ID}" }}
         format!("http://127.0.0.1:{}", self.port)
     }
 
+    /// The server's port on 127.0.0.1.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
     /// The server's process id.
     pub fn pid(&self) -> u32 {
         self.guard.pid()

@@ -56,7 +56,19 @@ impl Emulator {
         extra_env: &[(&str, &str)],
         log: &Path,
     ) -> Result<Self, String> {
-        let cgroup = Cgroup::for_function(spec.memory_mb, Limits::from_env()?);
+        Self::start_with(rie, bootstrap, spec, extra_env, log, Limits::from_env()?)
+    }
+
+    /// [`Emulator::start`] with the limits given, not read from `LOCAL_LIMITS`.
+    pub fn start_with(
+        rie: &Path,
+        bootstrap: &Path,
+        spec: &Function,
+        extra_env: &[(&str, &str)],
+        log: &Path,
+        limits: Limits,
+    ) -> Result<Self, String> {
+        let cgroup = Cgroup::for_function(spec.memory_mb, limits);
         let port = free_port().map_err(|e| format!("free port: {e}"))?;
         let api_port = free_port().map_err(|e| format!("free port: {e}"))?;
         // Appending, so that lines written here (out of memory) land after the
@@ -141,8 +153,19 @@ impl Emulator {
     }
 
     /// The out-of-memory kills in the function's cgroup so far (`None` without one).
-    fn oom_kills(&self) -> Option<u64> {
+    pub fn oom_kills(&self) -> Option<u64> {
         self.cgroup.as_ref().and_then(Cgroup::oom_kills)
+    }
+
+    /// The most memory the emulator and the function held at once so far, in
+    /// bytes, as their cgroup counts it (`None` without one).
+    pub fn peak_memory_bytes(&self) -> Option<u64> {
+        self.cgroup.as_ref().and_then(Cgroup::peak_memory_bytes)
+    }
+
+    /// The memory limit of the function's cgroup, in bytes (`None` without one).
+    pub fn memory_limit_bytes(&self) -> Option<u64> {
+        self.cgroup.as_ref().and_then(Cgroup::memory_limit_bytes)
     }
 
     fn post(&self, payload: &[u8]) -> Result<Invocation, String> {

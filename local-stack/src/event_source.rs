@@ -49,6 +49,62 @@ pub struct Totals {
     pub whole_batch_failures: usize,
 }
 
+impl std::ops::AddAssign for Totals {
+    fn add_assign(&mut self, other: Self) {
+        self.invocations += other.invocations;
+        self.delivered += other.delivered;
+        self.deleted += other.deleted;
+        self.returned += other.returned;
+        self.whole_batch_failures += other.whole_batch_failures;
+    }
+}
+
+/// Concurrent batches Lambda's SQS pollers invoke a function with when the
+/// mapping sets no `ScalingConfig.MaximumConcurrency` (they start at five).
+pub const DEFAULT_POLLERS: u32 = 5;
+
+/// How many pollers drain `source` at once: its `MaximumConcurrency` (or
+/// Lambda's starting five), at most `environments`, since a poller that holds
+/// a batch while waiting for an environment would let its visibility timeout
+/// run out.
+pub fn pollers(source: &SqsSource, environments: usize) -> usize {
+    let wanted = usize::try_from(source.maximum_concurrency.unwrap_or(DEFAULT_POLLERS))
+        .unwrap_or(usize::MAX);
+    wanted.min(environments).max(1)
+}
+
+/// [`EventSource::drain`] by `pollers` pollers at once, as Lambda runs several
+/// batches of one mapping side by side: each in its own thread, with its own
+/// runtime and SQS client for the ElasticMQ at `endpoint`. `invoke` must serve
+/// concurrent invocations (a [`crate::pool::Pool`]). Totals are summed.
+pub fn drain_concurrently(
+    endpoint: &str,
+    queue: &LocalQueue,
+    source: &SqsSource,
+    pollers: usize,
+    deadline: Instant,
+    invoke: &(dyn Fn(&str) -> Result<Invocation, String> + Sync),
+) -> Result<Totals, String> {
+    let poll = || -> Result<Totals, String> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| format!("poller runtime: {e}"))?;
+        let client = crate::elasticmq::client(endpoint);
+        runtime.block_on(EventSource::new(&client, queue, source).drain(deadline, invoke))
+    };
+    std::thread::scope(|s| {
+        let threads: Vec<_> = (0..pollers.max(1)).map(|_| s.spawn(poll)).collect();
+        let mut totals = Totals::default();
+        for thread in threads {
+            totals += thread
+                .join()
+                .map_err(|_| "an event source poller panicked".to_owned())??;
+        }
+        Ok(totals)
+    })
+}
+
 /// One event source mapping: a queue feeding a function.
 pub struct EventSource<'a> {
     client: &'a Client,

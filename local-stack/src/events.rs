@@ -5,6 +5,13 @@ use crate::workspace_root;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
+/// The order ids the order processor's sample events leave in the orders
+/// table, sorted: each valid order once; in a FIFO group nothing after an
+/// invalid order.
+pub const STORED_ORDERS: [&str; 6] = [
+    "ord-0001", "ord-0002", "ord-0003", "ord-0101", "ord-0201", "ord-0202",
+];
+
 /// Every `events/<function>/*.json`, sorted, with its text.
 pub fn of(function: &str) -> Result<Vec<(PathBuf, String)>, String> {
     in_dir(&workspace_root().join("events").join(function))

@@ -11,14 +11,18 @@ pub mod elasticmq;
 pub mod emulator;
 pub mod event_source;
 pub mod events;
+pub mod lambda_api;
 pub mod lambda_rules;
 pub mod least_privilege;
 pub mod local_aws;
+pub mod pool;
 pub mod process;
 pub mod runner;
 pub mod sam;
+pub mod sam_local;
 pub mod schedule;
 pub mod template;
+pub mod tls_front;
 pub mod tools;
 
 use std::path::PathBuf;

@@ -10,15 +10,19 @@
 //! password samples through the hasher, the Arrow worker reports on what
 //! was stored, and each schedule of the template fires once. Everything started is stopped on return, error or Ctrl-C.
 
+use crate::cgroup::{self, Limits};
 use crate::dynamodb_local::{self, DynamoDbLocal};
 use crate::elasticmq::{self, ElasticMq, LocalQueue};
-use crate::emulator::Emulator;
-use crate::event_source::EventSource;
+use crate::event_source::{self, EventSource};
+use crate::lambda_api::{LambdaApi, Served};
 use crate::local_aws::function_env;
+use crate::pool::{Pool, Size};
 use crate::template::{SqsSource, Template};
+use crate::tls_front::{Authority, CA_FILE_VARIABLE, TlsFront};
 use crate::{process, schedule, tools};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// What `cargo xtask run` was asked for.
@@ -30,6 +34,11 @@ pub struct Options {
     /// failed message comes back, and reaches the dead-letter queue, within
     /// the demonstration instead of after the template's minutes.
     pub visibility_timeout_s: u32,
+    /// Most environments (emulator processes) per function without reserved
+    /// concurrency (see [`crate::pool`]).
+    pub concurrency: usize,
+    /// Whether functions run under Lambda's CPU share and memory limit.
+    pub limits: Limits,
 }
 
 /// Default [`Options::visibility_timeout_s`].
@@ -53,16 +62,19 @@ struct Stack {
     dynamodb: DynamoDbLocal,
     elasticmq: ElasticMq,
     queues: Vec<LocalQueue>,
-    functions: Vec<(String, Emulator)>,
+    functions: Vec<(String, Arc<Pool>)>,
+    lambda: LambdaApi,
+    /// HTTPS in front of DynamoDB Local and ElasticMQ, for the functions.
+    _fronts: [TlsFront; 2],
     logs: PathBuf,
 }
 
 impl Stack {
-    fn function(&self, binary: &str) -> Result<&Emulator, String> {
+    fn function(&self, binary: &str) -> Result<&Pool, String> {
         self.functions
             .iter()
             .find(|(name, _)| name == binary)
-            .map(|(_, emulator)| emulator)
+            .map(|(_, pool)| pool.as_ref())
             .ok_or_else(|| format!("no function {binary} is running"))
     }
 
@@ -92,7 +104,7 @@ pub fn run(options: Options, build_dir: &Path, logs: &Path) -> Result<Summary, S
         .into_iter()
         .next()
         .ok_or("template.yaml has no SQS event")?;
-    runtime.block_on(orders(&stack, &source, options, &mut summary))?;
+    orders(&stack, &source, options, &runtime, &mut summary)?;
     let failures = &mut summary.failures;
     invoke_samples(&stack, "password-hasher", "2. Passwords", failures)?;
     invoke_samples(
@@ -103,12 +115,14 @@ pub fn run(options: Options, build_dir: &Path, logs: &Path) -> Result<Summary, S
     )?;
     fire_schedules(&stack, &template, &runtime, &mut summary.failures)?;
 
-    println!("\nCold starts (init duration under the emulator):");
-    for (name, emulator) in &stack.functions {
-        match emulator.init_duration_ms() {
-            Some(ms) => println!("  {name}: {ms:.1} ms"),
-            None => println!("  {name}: not reported"),
-        }
+    println!("\nCold starts (init duration under the emulator, one per environment):");
+    for (name, pool) in &stack.functions {
+        let starts: Vec<String> = pool
+            .cold_starts()
+            .iter()
+            .map(|ms| ms.map_or_else(|| "not reported".to_owned(), |ms| format!("{ms:.1} ms")))
+            .collect();
+        println!("  {name}: {}", starts.join(", "));
     }
     println!("Logs: {}", relative(&stack.logs));
     if options.keep {
@@ -137,55 +151,132 @@ fn start(
         &elasticmq.client(),
         Some(options.visibility_timeout_s),
     ))?;
+    // Functions reach the servers over HTTPS, as on AWS (see `tls_front`).
+    let ca_file = logs.join("certificate-authority.pem");
+    let authority = Authority::new(&ca_file)?;
+    let fronts = [
+        TlsFront::start(&authority, dynamodb.port())?,
+        TlsFront::start(&authority, elasticmq.port())?,
+    ];
     println!("Local stack, all on 127.0.0.1, stopped on exit or Ctrl-C:");
     println!(
-        "  DynamoDB Local  {}  tables: {}",
+        "  DynamoDB Local  {} (functions: {})  tables: {}",
         dynamodb.endpoint(),
+        fronts[0].endpoint(),
         tables.join(", ")
     );
     let names: Vec<String> = queues.iter().map(|q| q.spec.name()).collect();
     println!(
-        "  ElasticMQ       {}  queues: {} (visibility timeout {} s here; the template's in AWS)",
+        "  ElasticMQ       {} (functions: {})  queues: {} (visibility timeout {} s here; the template's in AWS)",
         elasticmq.endpoint(),
+        fronts[1].endpoint(),
         names.join(", "),
         options.visibility_timeout_s
     );
-    let (dynamodb_url, sqs_url) = (dynamodb.endpoint(), elasticmq.endpoint());
+    println!(
+        "  TLS: a certificate authority made for this run, given to the functions in {CA_FILE_VARIABLE}={}",
+        relative(&ca_file)
+    );
+    let (dynamodb_url, sqs_url) = (fronts[0].endpoint(), fronts[1].endpoint());
+    let ca_path = ca_file.to_string_lossy().into_owned();
     let env = function_env(&[
         ("AWS_ENDPOINT_URL_DYNAMODB", dynamodb_url.as_str()),
         ("AWS_ENDPOINT_URL_SQS", sqs_url.as_str()),
+        (CA_FILE_VARIABLE, ca_path.as_str()),
     ]);
     let specs: Vec<_> = queues.iter().map(|q| q.spec.clone()).collect();
+    let limits = match options.limits {
+        Limits::Off => Err("turned off (--no-limits)".to_owned()),
+        Limits::Enforced => cgroup::enforced_with(Limits::Enforced),
+    };
+    println!(
+        "  Functions under the runtime interface emulator, one process per invocation in flight{}:",
+        match &limits {
+            Ok(()) => ", each in a cgroup with Lambda's CPU share and memory limit",
+            Err(_) => "",
+        }
+    );
+    if let Err(why) = &limits {
+        println!("  CPU and memory limits are not enforced: {why}");
+    }
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
     let mut functions = Vec::new();
     for mut function in template.functions()? {
         function.env = elasticmq::with_queue_urls(&function.env, &specs, &sqs_url);
         let bootstrap = build_dir.join(&function.logical_id).join("bootstrap");
         let log = logs.join(format!("{}.log", function.binary));
-        let emulator = Emulator::start(&rie, &bootstrap, &function, &env, &log)?;
+        let size = Size::of(&function, options.concurrency);
+        let pool = Pool::of_emulators(
+            &rie,
+            &bootstrap,
+            &function,
+            &env,
+            &log,
+            size,
+            options.limits,
+        );
+        let quota = cgroup::cpu_quota(u64::from(function.memory_mb), cores);
+        let enforced = match &limits {
+            Ok(()) => format!(
+                "CPU {:.3} vCPU{}, memory limit {} MB",
+                quota.quota_us as f64 / cgroup::PERIOD_US as f64,
+                if quota.capped {
+                    format!(" (capped at this machine's {cores} cores)")
+                } else {
+                    String::new()
+                },
+                function.memory_mb
+            ),
+            Err(_) => "no CPU or memory limit".to_owned(),
+        };
         println!(
-            "  {} ({} MB, {} s): {}",
+            "    {} ({} MB, {} s): {enforced}; up to {} environment(s){}",
             function.logical_id,
             function.memory_mb,
             function.timeout_s,
-            emulator.url()
+            size.environments,
+            match size.overflow {
+                crate::pool::Overflow::Wait => ", then invocations wait",
+                crate::pool::Overflow::Throttle => ", then throttled (reserved concurrency)",
+            }
         );
-        functions.push((function.binary, emulator));
+        functions.push((function.logical_id, function.binary, Arc::new(pool)));
     }
+    let lambda = LambdaApi::start(
+        functions
+            .iter()
+            .map(|(id, binary, pool)| Served {
+                names: vec![id.clone(), binary.clone()],
+                pool: Arc::clone(pool),
+            })
+            .collect(),
+    )?;
+    println!(
+        "  Lambda Invoke API  {}  (aws lambda invoke --endpoint-url ..., function names: logical id or binary)",
+        lambda.endpoint()
+    );
+    let functions = functions
+        .into_iter()
+        .map(|(_, binary, pool)| (binary, pool))
+        .collect();
     Ok(Stack {
         dynamodb,
         elasticmq,
         queues,
         functions,
+        lambda,
+        _fronts: fronts,
         logs: logs.to_path_buf(),
     })
 }
 
 /// Every order body of `events/order-processor/` through the queue and the
 /// local event source mapping; where each ended up.
-async fn orders(
+fn orders(
     stack: &Stack,
     source: &SqsSource,
     options: Options,
+    runtime: &tokio::runtime::Runtime,
     summary: &mut Summary,
 ) -> Result<(), String> {
     let mut bodies = Vec::new();
@@ -205,9 +296,9 @@ async fn orders(
         source.function,
         queue.spec.name()
     );
-    elasticmq::send(&sqs, queue, &bodies, "orders").await?;
+    runtime.block_on(elasticmq::send(&sqs, queue, &bodies, "orders"))?;
     summary.orders_sent = bodies.len();
-    let emulator = stack.function(&source.function)?;
+    let pool = stack.function(&source.function)?;
     let redrive = queue.spec.redrive.clone();
     let receives = redrive.as_ref().map_or(1, |r| r.max_receive_count);
     // Every failing message is received maxReceiveCount times, one
@@ -215,11 +306,18 @@ async fn orders(
     let bound = Duration::from_secs(
         60 + u64::from(receives + 1) * u64::from(options.visibility_timeout_s + 1),
     );
-    let totals = EventSource::new(&sqs, queue, source)
-        .drain(Instant::now() + bound, &|event| emulator.invoke(event))
-        .await?;
+    let pollers = event_source::pollers(source, pool.size().environments);
+    let endpoint = stack.elasticmq.endpoint();
+    let totals = event_source::drain_concurrently(
+        &endpoint,
+        queue,
+        source,
+        pollers,
+        Instant::now() + bound,
+        &|event| pool.invoke(event),
+    )?;
     println!(
-        "   local event source mapping (batch size {}, window {} s): {} invocations, {} deliveries, {} deleted, {} left for retry",
+        "   local event source mapping (batch size {}, window {} s, {pollers} pollers): {} invocations, {} deliveries, {} deleted, {} left for retry",
         source.batch_size,
         source.batching_window_s,
         totals.invocations,
@@ -227,12 +325,12 @@ async fn orders(
         totals.deleted,
         totals.returned
     );
-    let stored = count_items(&stack.dynamodb.client(), "OrdersTable").await?;
+    let stored = runtime.block_on(count_items(&stack.dynamodb.client(), "OrdersTable"))?;
     println!("   OrdersTable holds {stored} orders");
     summary.orders_stored = stored;
     if let Some(redrive) = redrive {
         let dlq = stack.queue(&redrive.dead_letter_queue)?;
-        let dead = elasticmq::depth(&sqs, &dlq.url).await?;
+        let dead = runtime.block_on(elasticmq::depth(&sqs, &dlq.url))?;
         summary.dead_lettered = dead;
         println!(
             "   {} holds {dead} messages (moved by the function, each with its reason in \
@@ -240,7 +338,7 @@ async fn orders(
             dlq.spec.name(),
             redrive.max_receive_count
         );
-        for (class, reason) in failure_reasons(&emulator.logs()) {
+        for (class, reason) in failure_reasons(&pool.logs()) {
             println!("     {class}: {reason}");
         }
     }
@@ -280,10 +378,10 @@ fn invoke_samples(
     title: &str,
     failures: &mut Vec<String>,
 ) -> Result<(), String> {
-    let emulator = stack.function(function)?;
+    let pool = stack.function(function)?;
     println!("\n{title}: events/{function}/");
     for (file, event) in samples(function)? {
-        let answer = emulator.invoke(event.to_string())?;
+        let answer = pool.invoke(event.to_string())?;
         let body = answer.json().unwrap_or(Value::Null);
         // A Function URL answer wraps the JSON in an HTTP response.
         let inner = body["body"]
@@ -314,10 +412,10 @@ fn fire_schedules(
     println!("\n4. Schedules, fired once now (asynchronous invocations, Lambda's retries):");
     let sqs = stack.elasticmq.client();
     for schedule in template.schedules()? {
-        let emulator = stack.function(&schedule.function)?;
+        let pool = stack.function(&schedule.function)?;
         let firing = runtime.block_on(schedule::fire(
             &schedule,
-            &|payload| emulator.invoke(payload),
+            &|payload| pool.invoke(payload),
             &sqs,
             &stack.queues,
             schedule::LOCAL_RETRY_DELAY,
@@ -430,15 +528,15 @@ fn keep_running(
 ) -> Result<(), String> {
     let queue = stack.queue(&source.queue)?;
     let sqs = stack.elasticmq.client();
-    let emulator = stack.function(&source.function)?;
+    let pool = stack.function(&source.function)?;
     println!("\nEverything keeps running; the order queue is polled. Try:");
     println!(
         "  curl -s -d @events/password-hasher/hash.json {}",
-        stack.function("password-hasher")?.url()
+        stack.lambda.invoke_url("password-hasher")
     );
     println!(
         "  curl -s -d @events/arrow-worker/report-by-customer.json {}",
-        stack.function("arrow-worker")?.url()
+        stack.lambda.invoke_url("arrow-worker")
     );
     println!(
         "  aws --endpoint-url {} sqs send-message --queue-url {} --message-body file://order.json",
@@ -453,7 +551,7 @@ fn keep_running(
     let mapping = EventSource::new(&sqs, queue, source);
     loop {
         let delivery = runtime
-            .block_on(mapping.poll_once(Duration::from_secs(5), &|event| emulator.invoke(event)))?;
+            .block_on(mapping.poll_once(Duration::from_secs(5), &|event| pool.invoke(event)))?;
         if delivery.received > 0 {
             println!(
                 "  {}: {} received, {} deleted, {} left for retry",

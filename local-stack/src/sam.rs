@@ -10,15 +10,19 @@ pub fn sam(args: &[&str]) -> Result<(), String> {
 
 /// [`sam`] with extra environment variables.
 pub fn sam_with(args: &[&str], env: &[(&str, &str)]) -> Result<(), String> {
-    tools::run(
-        Command::new(tools::venv_bin().join("sam"))
-            .current_dir(workspace_root())
-            .args(args)
-            .env("PATH", tools::path_with_venv())
-            .env("SAM_CLI_TELEMETRY", "0")
-            .env("AWS_DEFAULT_REGION", crate::local_aws::REGION)
-            .envs(env.iter().copied()),
-    )
+    tools::run(command(args).envs(env.iter().copied()))
+}
+
+/// The `sam` command of [`sam`], not yet run.
+pub fn command(args: &[&str]) -> Command {
+    let mut command = Command::new(tools::venv_bin().join("sam"));
+    command
+        .current_dir(workspace_root())
+        .args(args)
+        .env("PATH", tools::path_with_venv())
+        .env("SAM_CLI_TELEMETRY", "0")
+        .env("AWS_DEFAULT_REGION", crate::local_aws::REGION);
+    command
 }
 
 /// Make sure the release bootstraps of both architectures exist, building

@@ -27,6 +27,8 @@ pub struct Function {
     /// The variables Lambda derives from `LoggingConfig`, then
     /// `Environment.Variables`, with `!Ref X` resolved to `X`.
     pub env: Vec<(String, String)>,
+    /// `ReservedConcurrentExecutions`: most invocations at once, throttled past it.
+    pub reserved_concurrency: Option<u32>,
 }
 
 /// The parsed template.
@@ -274,6 +276,13 @@ impl Template {
                 Ok(Function {
                     memory_mb: number("MemorySize", 128)?,
                     timeout_s: number("Timeout", 3)?,
+                    reserved_concurrency: prop("ReservedConcurrentExecutions")
+                        .map(|v| {
+                            self.scalar(v).and_then(|s| s.parse().ok()).ok_or_else(|| {
+                                format!("{logical_id}: ReservedConcurrentExecutions is not a whole number")
+                            })
+                        })
+                        .transpose()?,
                     logical_id,
                     binary,
                     env,

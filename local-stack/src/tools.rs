@@ -20,6 +20,13 @@ pub const DYNAMODB_LOCAL_VERSION: &str = "2.6.1";
 /// ElasticMQ, an SQS-compatible server (Maven Central,
 /// `org.elasticmq:elasticmq-server_2.13`).
 pub const ELASTICMQ_VERSION: &str = "1.6.16";
+/// The container engine `sam local invoke` talks to, from Debian's packages
+/// (`apt-cache policy` names the versions): podman serves the Docker API, runc
+/// runs the containers.
+pub const PODMAN_PACKAGES: &[(&str, &str)] = &[
+    ("podman", "4.3.1+ds1-8+deb12u1+b3"),
+    ("runc", "1.1.5+ds1-1+deb12u1"),
+];
 
 /// `.tools/` in the workspace.
 pub fn dir() -> PathBuf {
@@ -199,6 +206,44 @@ fn install_elasticmq() -> Result<(), String> {
         &jar,
         "ElasticMQ",
     )
+}
+
+/// Install [`PODMAN_PACKAGES`] with `apt-get` unless they are there at those
+/// versions. Only for `sam local invoke`: the other tools need no engine. An
+/// error says why they cannot be had (not root, no `apt-get`, apt failed).
+pub fn install_podman() -> Result<(), String> {
+    let installed = |package: &str| {
+        Command::new("dpkg-query")
+            .args(["--show", "--showformat=${Version}", package])
+            .output()
+            .ok()
+            .filter(|output| output.status.success())
+            .map(|output| String::from_utf8_lossy(&output.stdout).into_owned())
+    };
+    let missing: Vec<String> = PODMAN_PACKAGES
+        .iter()
+        .filter(|(package, version)| installed(package).as_deref() != Some(version))
+        .map(|(package, version)| format!("{package}={version}"))
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let root = Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|output| output.stdout.trim_ascii() == b"0");
+    if !root || Command::new("apt-get").arg("--version").output().is_err() {
+        return Err(format!(
+            "{} not installed, and installing needs root and apt-get (Debian 12)",
+            missing.join(" ")
+        ));
+    }
+    eprintln!("tools: installing {} (apt-get)", missing.join(" "));
+    run(Command::new("apt-get").args(["update", "-qq"]))?;
+    run(Command::new("apt-get")
+        .args(["install", "-y", "-qq", "--no-install-recommends"])
+        .args(&missing)
+        .env("DEBIAN_FRONTEND", "noninteractive"))
 }
 
 /// Copy `artifact` (`group:name`) at `version` and its dependencies from Maven

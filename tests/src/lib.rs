@@ -82,12 +82,51 @@ pub fn start(name: &str, env: &[(&str, &str)]) -> Emulator {
 /// `AWS_ENDPOINT_URL_SQS` (see [`LocalQueues::env`]); without one, queues
 /// where nothing listens, so that a send fails at once.
 pub fn start_from(template: &Template, name: &str, env: &[(&str, &str)]) -> Emulator {
+    start_as(template, name, &binary(name), env)
+}
+
+/// Start `bootstrap` under the emulator as if it were the function `name`
+/// of `template` (its memory, timeout and environment, queues as in
+/// [`start_from`]), with `env` on top: a test-only build of a function.
+pub fn start_as(
+    template: &Template,
+    name: &str,
+    bootstrap: &Path,
+    env: &[(&str, &str)],
+) -> Emulator {
+    let (rie, spec, log) = launch(template, name, bootstrap, env);
+    Emulator::start(&rie, bootstrap, &spec, env, &log).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// A pool of `size` environments of the function `name` of `template` (as
+/// [`start_from`] starts one), throttled past the size if `overflow` says so.
+pub fn pool(
+    template: &Template,
+    name: &str,
+    env: &[(&str, &str)],
+    size: local_stack::pool::Size,
+) -> local_stack::pool::Pool {
+    let bootstrap = binary(name);
+    let (rie, spec, log) = launch(template, name, &bootstrap, env);
+    let limits = local_stack::cgroup::Limits::from_env().unwrap_or_else(|e| panic!("{e}"));
+    local_stack::pool::Pool::of_emulators(&rie, &bootstrap, &spec, env, &log, size, limits)
+}
+
+/// The emulator, the spec of `name` in `template` with its queues on the
+/// ElasticMQ of `env` (see [`start_from`]), and a fresh log path for `bootstrap`.
+fn launch(
+    template: &Template,
+    name: &str,
+    bootstrap: &Path,
+    env: &[(&str, &str)],
+) -> (PathBuf, Function, PathBuf) {
     static RUN: AtomicUsize = AtomicUsize::new(0);
     let rie = local_stack::tools::emulator().unwrap_or_else(|e| panic!("{e}"));
     let logs = workspace_root().join("target").join("e2e-logs");
     std::fs::create_dir_all(&logs).unwrap_or_else(|e| panic!("{}: {e}", logs.display()));
     let log = logs.join(format!(
-        "{name}-{}-{}.log",
+        "{}-{}-{}.log",
+        file_name(bootstrap),
         std::process::id(),
         RUN.fetch_add(1, Ordering::Relaxed)
     ));
@@ -95,14 +134,44 @@ pub fn start_from(template: &Template, name: &str, env: &[(&str, &str)]) -> Emul
         .iter()
         .find(|(key, _)| *key == "AWS_ENDPOINT_URL_SQS")
         .map_or(NO_SERVER, |(_, url)| *url);
-    Emulator::start(
-        &rie,
-        &binary(name),
-        &declared(template, name, sqs),
-        env,
-        &log,
-    )
-    .unwrap_or_else(|e| panic!("{e}"))
+    (rie, declared(template, name, sqs), log)
+}
+
+/// Assert that the function behind `emulator` has stayed within its memory
+/// limit so far: no out-of-memory kill in its cgroup, and the cgroup's peak
+/// (emulator and function) below the limit; both figures are printed, named
+/// `what`. Where limits are not enforced, one line says the check is skipped.
+pub fn assert_within_memory_limit(emulator: &Emulator, what: &str) {
+    if let Err(why) = local_stack::cgroup::enforced() {
+        eprintln!("{what}: memory check skipped: limits are not enforced: {why}");
+        return;
+    }
+    let limit = emulator
+        .memory_limit_bytes()
+        .unwrap_or_else(|| panic!("{what}: limits are enforced, yet no memory limit"));
+    let peak = emulator
+        .peak_memory_bytes()
+        .unwrap_or_else(|| panic!("{what}: the kernel keeps no peak memory figure"));
+    let kills = emulator.oom_kills();
+    eprintln!(
+        "{what}: peak memory {:.1} MiB of its {:.1} MiB limit; out-of-memory kills: {}",
+        mib(peak),
+        mib(limit),
+        kills.map_or_else(
+            || "not counted by this kernel".to_owned(),
+            |k| k.to_string()
+        )
+    );
+    assert_eq!(kills.unwrap_or(0), 0, "{what}: killed for memory");
+    assert!(
+        peak < limit,
+        "{what}: peak memory {peak} bytes reached the limit {limit}"
+    );
+}
+
+/// `bytes` in MiB, for messages.
+pub fn mib(bytes: u64) -> f64 {
+    bytes as f64 / f64::from(1 << 20)
 }
 
 /// The sample events of a function: every file in `events/<name>/`.
@@ -228,11 +297,36 @@ pub fn invalid_bodies(rounds: u64) -> Vec<String> {
 }
 
 /// DynamoDB Local with the template's tables, and the environment that points a
-/// function at it (as `sam local invoke` users do with `AWS_ENDPOINT_URL_*`).
+/// function at it (as `sam local invoke` users do with `AWS_ENDPOINT_URL_*`):
+/// over HTTPS, through a TLS front with a certificate authority made for the
+/// test, as functions reach DynamoDB on AWS (the test's own client uses the
+/// plain port).
 pub struct LocalDynamoDb {
     /// The server (stopped on drop).
     pub server: local_stack::dynamodb_local::DynamoDbLocal,
+    _front: local_stack::tls_front::TlsFront,
     endpoint: String,
+}
+
+/// The certificate authority of this test process, and its certificate's file.
+fn authority() -> &'static (local_stack::tls_front::Authority, String) {
+    static AUTHORITY: OnceLock<(local_stack::tls_front::Authority, String)> = OnceLock::new();
+    AUTHORITY.get_or_init(|| {
+        let file = scratch("certificate-authority").with_extension("pem");
+        let authority =
+            local_stack::tls_front::Authority::new(&file).unwrap_or_else(|e| panic!("{e}"));
+        (authority, file.to_string_lossy().into_owned())
+    })
+}
+
+/// The file functions find this process's certificate authority in (`SSL_CERT_FILE`).
+pub fn ca_file() -> &'static str {
+    &authority().1
+}
+
+/// HTTPS on a free loopback port in front of the plain server on `port`.
+pub fn tls_front(port: u16) -> local_stack::tls_front::TlsFront {
+    local_stack::tls_front::TlsFront::start(&authority().0, port).unwrap_or_else(|e| panic!("{e}"))
 }
 
 impl LocalDynamoDb {
@@ -265,13 +359,20 @@ impl LocalDynamoDb {
         local_stack::dynamodb_local::create_tables(&template(), &server.client())
             .await
             .unwrap_or_else(|e| panic!("{e}"));
-        let endpoint = server.endpoint();
-        Self { server, endpoint }
+        let front = tls_front(server.port());
+        Self {
+            server,
+            endpoint: front.endpoint(),
+            _front: front,
+        }
     }
 
-    /// Environment variables for a function using this server.
+    /// Environment variables for a function using this server (over TLS).
     pub fn env(&self) -> Vec<(&str, &str)> {
-        local_stack::local_aws::function_env(&[("AWS_ENDPOINT_URL_DYNAMODB", &self.endpoint)])
+        local_stack::local_aws::function_env(&[
+            ("AWS_ENDPOINT_URL_DYNAMODB", &self.endpoint),
+            (local_stack::tls_front::CA_FILE_VARIABLE, ca_file()),
+        ])
     }
 }
 
@@ -285,6 +386,8 @@ pub struct LocalQueues {
     pub client: aws_sdk_sqs::Client,
     /// The queues, dead-letter queues first.
     pub queues: Vec<local_stack::elasticmq::LocalQueue>,
+    /// HTTPS in front of the server, for functions (see [`LocalDynamoDb`]).
+    _front: local_stack::tls_front::TlsFront,
     endpoint: String,
 }
 
@@ -305,19 +408,23 @@ impl LocalQueues {
             local_stack::elasticmq::create_queues(template, &client, Some(visibility_timeout_s))
                 .await
                 .unwrap_or_else(|e| panic!("{e}"));
-        let endpoint = server.endpoint();
+        let front = tls_front(server.port());
         Self {
+            endpoint: front.endpoint(),
             server,
             client,
             queues,
-            endpoint,
+            _front: front,
         }
     }
 
     /// Environment variables for a function using this server (with
     /// [`start_from`], its queue references then name these queues).
     pub fn env(&self) -> Vec<(&str, &str)> {
-        vec![("AWS_ENDPOINT_URL_SQS", &self.endpoint)]
+        vec![
+            ("AWS_ENDPOINT_URL_SQS", &self.endpoint),
+            (local_stack::tls_front::CA_FILE_VARIABLE, ca_file()),
+        ]
     }
 
     /// The queue with this logical id.

@@ -55,12 +55,7 @@ async fn every_sample_event_is_answered_by_its_function() {
         if name == "order-processor" {
             let stored = stored_hashes(&dynamodb.server.client(), "OrdersTable").await;
             let ids: Vec<_> = stored.keys().map(String::as_str).collect();
-            assert_eq!(
-                ids,
-                [
-                    "ord-0001", "ord-0002", "ord-0003", "ord-0101", "ord-0201", "ord-0202"
-                ]
-            );
+            assert_eq!(ids, local_stack::events::STORED_ORDERS);
             written = sample_orders()
                 .into_iter()
                 .filter(|o| stored.get(&o.order.order_id) == Some(&o.hash_hex()))

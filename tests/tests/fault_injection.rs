@@ -10,6 +10,9 @@
 //!   function timeout of two seconds;
 //! - bursts of DynamoDB throttling errors from a loopback proxy.
 //!
+//! Through the 5,000 messages the function also stays within its memory
+//! limit (the template's `MemorySize`, where the local stack enforces it).
+//!
 //! A panic in one record is not injected here: nothing a client can send
 //! makes the real binary panic, and the binary has (deliberately) no test
 //! hook to make it. The handler's `catch_unwind` is covered by the unit tests
@@ -19,8 +22,8 @@
 //! handling of `batchItemFailures` by those in `local-stack/src/event_source.rs`.
 
 use e2e::{
-    LocalQueues, assert_reconciled, invalid_bodies, json_lines, order_source, servers, servers_env,
-    start, template,
+    LocalQueues, assert_reconciled, assert_within_memory_limit, invalid_bodies, json_lines,
+    order_source, servers, servers_env, start, template,
 };
 use local_stack::dynamodb_local::DynamoDbLocal;
 use local_stack::elasticmq::{LocalQueue, depth, take_all};
@@ -60,7 +63,8 @@ const RUN_VISIBILITY_S: u32 = 5;
 /// 5,000 messages through the queue while DynamoDB Local is killed and
 /// restarted: every valid order stored once, exactly the invalid bodies
 /// dead-lettered (by the function, on their first delivery), valid orders
-/// failed only during the outage.
+/// failed only during the outage; the function, at its template memory size,
+/// never killed for memory and its peak below the limit.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dynamodb_killed_and_restarted_during_5000_messages_loses_and_duplicates_nothing() {
     let began = Instant::now();
@@ -104,6 +108,7 @@ async fn dynamodb_killed_and_restarted_during_5000_messages_loses_and_duplicates
         .await
         .unwrap_or_else(|e| panic!("{e}\n{}", emulator.logs()));
     let drained_in = drain_began.elapsed();
+    assert_within_memory_limit(&emulator, "order processor, 5,000 messages");
     let (server, window) = outage.finish();
     let window = window.expect("DynamoDB Local was killed before the queue was drained");
 

@@ -47,6 +47,8 @@ fn the_local_runner_shows_the_whole_application_working() {
         Options {
             keep: false,
             visibility_timeout_s: 1,
+            concurrency: 2,
+            limits: local_stack::cgroup::Limits::from_env().expect("LOCAL_LIMITS"),
         },
         &build_dir,
         &scratch("runner-logs"),

@@ -1,11 +1,39 @@
-//! A function past its `MemorySize` under the local stack's memory limit: the
-//! invocation ends as Lambda reports it (`Runtime.OutOfMemory`, logged as out
-//! of memory), and the next invocation is a cold start in a fresh process.
+//! Functions under the local stack's memory limit (the template's
+//! `MemorySize`):
+//!
+//! - a function past its limit: the invocation ends as Lambda reports it
+//!   (`Runtime.OutOfMemory`, logged as out of memory), and the next invocation
+//!   is a cold start in a fresh process;
+//! - the order processor with a leak, fed by the queue: the batch it is killed
+//!   in comes back whole, and nothing is lost;
+//! - the Arrow worker with its default arena, pre-warmed, then aggregating
+//!   tens of thousands of orders, stays below its limit.
+//!
+//! Each is skipped, with a line that says so, where limits are not enforced.
 
+use arrow_worker::query::MAX_LIMIT;
+use aws_sdk_dynamodb::types::{PutRequest, WriteRequest};
+use e2e::{
+    LocalDynamoDb, assert_reconciled, assert_within_memory_limit, mib, order_source, servers,
+    servers_env, start, start_as, stored_hashes, template,
+};
+use futures::StreamExt;
 use local_stack::cgroup;
-use local_stack::emulator::{Emulator, Invocation};
+use local_stack::elasticmq::depth;
+use local_stack::emulator::{Emulator, Invocation, OUT_OF_MEMORY};
+use local_stack::event_source::EventSource;
 use local_stack::template::Function;
 use serde_json::{Value, json};
+use std::collections::BTreeSet;
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+/// Whether limits are enforced here; if not, one line says the test is skipped.
+fn limits_enforced() -> bool {
+    cgroup::enforced()
+        .inspect_err(|why| eprintln!("skipped: limits are not enforced: {why}"))
+        .is_ok()
+}
 
 fn answer(invocation: &Invocation) -> Value {
     invocation
@@ -15,8 +43,7 @@ fn answer(invocation: &Invocation) -> Value {
 
 #[test]
 fn past_its_memory_size_a_function_is_out_of_memory_then_cold_starts() {
-    if let Err(why) = cgroup::enforced() {
-        eprintln!("skipped: limits are not enforced: {why}");
+    if !limits_enforced() {
         return;
     }
     let function = Function {
@@ -25,6 +52,7 @@ fn past_its_memory_size_a_function_is_out_of_memory_then_cold_starts() {
         memory_mb: 128,
         timeout_s: 10,
         env: Vec::new(),
+        reserved_concurrency: None,
     };
     let rie = local_stack::tools::emulator().expect("emulator");
     let emulator = Emulator::start(
@@ -65,4 +93,285 @@ fn past_its_memory_size_a_function_is_out_of_memory_then_cold_starts() {
         "a fresh process (cold start):\n{}",
         emulator.logs()
     );
+}
+
+/// Orders sent to the leaking order processor.
+const LEAK_ORDERS: u64 = 60;
+/// MiB it keeps per invocation: at 256 MB a few batches of 10 fit, then one
+/// does not (the figures are printed).
+const LEAK_MIB: &str = "48";
+/// The local visibility timeout: how soon a failed batch comes back.
+const LEAK_VISIBILITY_S: u32 = 2;
+
+/// One invocation as the event source mapping made it.
+struct Batch {
+    /// The records' message ids, their `ApproximateReceiveCount` and order ids.
+    records: Vec<(String, u64, String)>,
+    /// The answer was `Runtime.OutOfMemory`.
+    out_of_memory: bool,
+    /// The answer, for messages.
+    answer: String,
+}
+
+impl Batch {
+    fn of(event: &str, answer: &Invocation) -> Self {
+        let event: Value = serde_json::from_str(event).expect("event JSON");
+        let records = event["Records"]
+            .as_array()
+            .expect("records")
+            .iter()
+            .map(|r| {
+                let order = order_processor::order::parse(r["body"].as_str().unwrap_or_default())
+                    .expect("a sample order");
+                let receives = r["attributes"]["ApproximateReceiveCount"]
+                    .as_str()
+                    .and_then(|n| n.parse().ok())
+                    .expect("ApproximateReceiveCount");
+                (
+                    r["messageId"].as_str().unwrap_or_default().to_owned(),
+                    receives,
+                    order.order.order_id,
+                )
+            })
+            .collect();
+        let out_of_memory = answer
+            .json()
+            .is_ok_and(|json| json["errorType"] == OUT_OF_MEMORY);
+        Self {
+            records,
+            out_of_memory,
+            answer: answer.body.chars().take(200).collect(),
+        }
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// The real order processor's handler, with a leak of [`LEAK_MIB`] per
+/// invocation (`leaking_order_processor`), at the template's memory size, fed
+/// by the queue through the local event source mapping: the invocation past
+/// the limit answers `Runtime.OutOfMemory`, the mapping fails its whole batch
+/// (nothing deleted), every message of it is received again after the
+/// visibility timeout and stored then; the orders of the batches before the
+/// kill are in the table at the kill; in the end every order is stored once,
+/// nothing is dead-lettered and the queue is empty.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leaking_order_processor_is_killed_at_its_limit_and_its_batch_comes_back() {
+    if !limits_enforced() {
+        return;
+    }
+    let template = template();
+    let source = order_source(&template);
+    let (dynamodb, queues) = servers(&template, None, LEAK_VISIBILITY_S).await;
+    let (orders, dead_letters, _) = queues.with_dead_letters(&source);
+    let bodies: Vec<String> = (0..LEAK_ORDERS).map(testkit::orders::body).collect();
+    queues.send_all(orders, &bodies).await;
+    let mut env = servers_env(&dynamodb, &queues);
+    env.push(("LEAK_MIB", LEAK_MIB));
+    let emulator = start_as(
+        &template,
+        "order-processor",
+        env!("CARGO_BIN_EXE_leaking_order_processor").as_ref(),
+        &env,
+    );
+    let mapping = EventSource::new(&queues.client, orders, &source);
+    let batches: Mutex<Vec<Batch>> = Mutex::default();
+    let invoke = |event: &str| {
+        let answer = emulator.invoke(event)?;
+        lock(&batches).push(Batch::of(event, &answer));
+        Ok(answer)
+    };
+    let table = dynamodb.server.client();
+    // The orders of the batches answered before the first kill, and whether
+    // the table held each of them at that moment.
+    let mut before_kill: Option<(BTreeSet<String>, BTreeSet<String>)> = None;
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        assert!(Instant::now() < deadline, "not drained in time");
+        let delivery = mapping
+            .poll_once(Duration::from_secs(1), &invoke)
+            .await
+            .unwrap_or_else(|e| panic!("{e}\n{}", emulator.logs()));
+        if delivery.received == 0 {
+            if depth(&queues.client, &orders.url).await.expect("depth") == 0 {
+                break;
+            }
+            continue;
+        }
+        let (killed, answer, earlier) = {
+            let batches = lock(&batches);
+            let (last, earlier) = batches.split_last().expect("an invocation");
+            let earlier: BTreeSet<String> = earlier
+                .iter()
+                .flat_map(|b| b.records.iter().map(|(_, _, order)| order.clone()))
+                .collect();
+            (last.out_of_memory, last.answer.clone(), earlier)
+        };
+        if killed {
+            assert!(
+                delivery.whole_batch_failed
+                    && delivery.deleted == 0
+                    && delivery.returned == delivery.received,
+                "a killed invocation fails its whole batch: {delivery:?}"
+            );
+            if before_kill.is_none() {
+                let stored = stored_hashes(&table, "OrdersTable").await;
+                before_kill = Some((earlier, stored.into_keys().collect()));
+            }
+        } else {
+            assert!(
+                !delivery.whole_batch_failed && delivery.returned == 0,
+                "a batch the function answered is stored whole: {delivery:?} {answer}"
+            );
+        }
+    }
+
+    let batches = std::mem::take(&mut *lock(&batches));
+    let kills: Vec<usize> = (0..batches.len())
+        .filter(|i| batches[*i].out_of_memory)
+        .collect();
+    eprintln!(
+        "{LEAK_ORDERS} orders, {LEAK_MIB} MiB kept per invocation, limit {:.0} MiB: \
+         {} invocations, killed for memory at invocations {kills:?}, peak {:.1} MiB",
+        mib(emulator.memory_limit_bytes().unwrap_or_default()),
+        batches.len(),
+        mib(emulator.peak_memory_bytes().unwrap_or_default()),
+    );
+    let first = *kills
+        .first()
+        .unwrap_or_else(|| panic!("no invocation was killed for memory:\n{}", emulator.logs()));
+    assert!(first > 0, "the first batch already did not fit");
+    let logs = emulator.logs();
+    assert_eq!(
+        logs.lines().filter(|l| l.contains(OUT_OF_MEMORY)).count(),
+        kills.len(),
+        "one out-of-memory line per kill:\n{logs}"
+    );
+    if let Some(counted) = emulator.oom_kills() {
+        assert_eq!(counted, kills.len() as u64, "the cgroup's count");
+    }
+    let (earlier, stored) = before_kill.expect("the table was read at the first kill");
+    let missing: Vec<&String> = earlier.difference(&stored).collect();
+    assert!(
+        missing.is_empty(),
+        "orders answered before the kill, not in the table at the kill: {missing:?}"
+    );
+    for &k in &kills {
+        for (id, receives, order) in &batches[k].records {
+            let again = batches[k + 1..]
+                .iter()
+                .flat_map(|b| &b.records)
+                .find(|(later, _, _)| later == id);
+            assert!(
+                again.is_some_and(|(_, later, _)| later > receives),
+                "{order} (message {id}) of the killed invocation {k} was not received again"
+            );
+        }
+    }
+    assert_reconciled(&table, &queues, orders, dead_letters, 0..LEAK_ORDERS, &[]).await;
+}
+
+/// Orders in DynamoDB Local for the Arrow worker's aggregation.
+const ARROW_ORDERS: u64 = 40_000;
+/// Their customers: each one a group of the aggregation, all in its answer.
+const ARROW_CUSTOMERS: u64 = 10_000;
+
+/// Write `count` sample orders, their customers spread over `customers`, into
+/// the orders table, 25 per `BatchWriteItem`, 16 requests at a time.
+async fn write_orders(dynamodb: &LocalDynamoDb, count: u64, customers: u64) {
+    let client = dynamodb.server.client();
+    let batches: Vec<Vec<WriteRequest>> = (0..count)
+        .map(|n| {
+            let mut order = testkit::orders::order(n);
+            order.customer_id = format!("cust-{:06}", n % customers);
+            let valid = order_processor::order::validate(order).expect("a valid order");
+            let put = PutRequest::builder()
+                .set_item(Some(order_processor::dynamodb::item(&valid)))
+                .build()
+                .expect("put request");
+            WriteRequest::builder().put_request(put).build()
+        })
+        .collect::<Vec<_>>()
+        .chunks(25)
+        .map(<[WriteRequest]>::to_vec)
+        .collect();
+    futures::stream::iter(batches)
+        .for_each_concurrent(16, |mut batch| {
+            let client = client.clone();
+            async move {
+                while !batch.is_empty() {
+                    let output = client
+                        .batch_write_item()
+                        .request_items("OrdersTable", batch)
+                        .send()
+                        .await
+                        .expect("BatchWriteItem");
+                    batch = output
+                        .unprocessed_items
+                        .and_then(|mut tables| tables.remove("OrdersTable"))
+                        .unwrap_or_default();
+                }
+            }
+        })
+        .await;
+}
+
+/// The Arrow worker at the template's memory size with its default arena:
+/// the pre-warm finishes (the first invocation waits for it), then one
+/// aggregation by customer over [`ARROW_ORDERS`] orders, every group in the
+/// answer; no out-of-memory kill and the peak below the limit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_arrow_worker_prewarmed_aggregates_tens_of_thousands_of_orders_within_its_memory() {
+    if !limits_enforced() {
+        return;
+    }
+    let began = Instant::now();
+    let dynamodb = LocalDynamoDb::start().await;
+    write_orders(&dynamodb, ARROW_ORDERS, ARROW_CUSTOMERS).await;
+    let written = began.elapsed();
+    let mut env = dynamodb.env();
+    // Wait for the whole pre-warm: the arena and the aggregation then are
+    // in memory together.
+    env.push(("ARENA_WAIT_MS", "60000"));
+    let emulator = start("arrow-worker", &env);
+    let request = json!({
+        "operation": "aggregate",
+        "query": { "group_by": "customer", "limit": MAX_LIMIT },
+    });
+    let invoked = Instant::now();
+    let answered = emulator.invoke(request.to_string()).expect("invoke");
+    let took = invoked.elapsed();
+    let body = answer(&answered);
+    assert!(
+        body.get("errorType").is_none(),
+        "{body}\n{}",
+        emulator.logs()
+    );
+    let memory_mb = e2e::function("arrow-worker").memory_mb;
+    // The worker's default arena (`ARENA_MIB` unset) for its memory size.
+    let arena = shared::arena::default_bytes(memory_mb.into());
+    eprintln!(
+        "arrow worker at {memory_mb} MB, default arena {:.0} MiB: {ARROW_ORDERS} orders \
+         written in {:.1} s, aggregated by customer in {:.1} s ({} groups, {} pages, \
+         prewarmed {}, waited {:.0} ms for it)",
+        mib(arena as u64),
+        written.as_secs_f64(),
+        took.as_secs_f64(),
+        body["groups_total"],
+        body["run"]["pages"],
+        body["run"]["prewarmed"],
+        body["run"]["prewarm_wait_ms"].as_f64().unwrap_or_default(),
+    );
+    assert_eq!(body["rows"]["scanned"], ARROW_ORDERS, "{}", body["rows"]);
+    assert_eq!(body["groups_total"], ARROW_CUSTOMERS);
+    assert_eq!(
+        body["groups"].as_array().map(Vec::len),
+        Some(ARROW_CUSTOMERS as usize)
+    );
+    assert_eq!(body["run"]["prewarmed"], true, "{}", body["run"]);
+    assert_within_memory_limit(&emulator, "arrow worker, pre-warm and aggregation");
 }

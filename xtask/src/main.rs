@@ -7,11 +7,15 @@
 //!   emulator, the sample events; `--keep` leaves it running, polled;
 //!   `--visibility-timeout S` sets the local queues' (default 2 s)
 //! - `build-arm64`  cross-build the three functions for Graviton (zig)
+//! - `sam-local [--quick]`  `sam build` (quick profile), then `sam local invoke`
+//!   of every sample event (one per function with `--quick`) on podman, as a
+//!   suite step does
 //! - `check-init`  start a project with `sam init` from this git repository
 //!   (also a suite step) and from the template zip (`scaffold`), and run the
 //!   zip project's unit tests
-//! - `lab [--quick]`  the performance lab (the `lab` crate): `BENCHMARKS.md` and
-//!   its plots; `--quick` is the suite's small run that checks properties only
+//! - `lab [--quick | power]`  the performance lab (the `lab` crate): `BENCHMARKS.md` and
+//!   its plots; `--quick` is the suite's small run that checks properties only;
+//!   `power` re-measures only the memory sizes (power tuning) and rewrites their part
 //!
 //! This crate only dispatches: the local stack (`local-stack/`) and the lab
 //! (`lab/`) are crates of their own, run with `cargo run`, so `cargo xtask`
@@ -25,7 +29,7 @@ mod suite;
 use command::{package, run};
 use std::process::{Command, ExitCode};
 
-const USAGE: &str = "usage: cargo xtask <tools | test | run [--keep] [--visibility-timeout SECONDS] | build-arm64 | check-init | lab [--quick]>";
+const USAGE: &str = "usage: cargo xtask <tools | test | run [--keep] [--visibility-timeout SECONDS] | build-arm64 | sam-local [--quick] | check-init | lab [--quick | power]>";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -35,6 +39,8 @@ fn main() -> ExitCode {
         ["test"] => suite::run_all(),
         ["run", flags @ ..] => run(&mut package("local-stack", &[&["run"], flags].concat())),
         ["build-arm64"] => run(&mut package("local-stack", &["build-arm64"])),
+        ["sam-local"] => suite::sam_build_check().and_then(|()| suite::sam_local(false)),
+        ["sam-local", "--quick"] => suite::sam_build_check().and_then(|()| suite::sam_local(true)),
         ["lab", flags @ ..] => run(&mut package("lab", flags)),
         ["check-init"] => init_check::from_git().and_then(|()| init_check::from_zip()),
         ["--help" | "-h" | "help"] => {

@@ -23,6 +23,31 @@ fn expect_failure(command: &mut Command, message: &str) -> Result<(), String> {
     }
 }
 
+/// Where [`sam_build_check`] builds.
+const SAM_BUILD_CHECK_DIR: &str = "target/sam-build-check";
+
+/// `sam build` with a quick profile: proves the SAM + cargo-lambda wiring and
+/// the Lambda link; the fat-LTO release build is for `sam build` /
+/// `cargo xtask run`.
+pub fn sam_build_check() -> Result<(), String> {
+    run(sam(&["build", "--build-dir", SAM_BUILD_CHECK_DIR]).envs([
+        ("CARGO_PROFILE_RELEASE_LTO", "false"),
+        ("CARGO_PROFILE_RELEASE_CODEGEN_UNITS", "16"),
+        ("CARGO_PROFILE_RELEASE_OPT_LEVEL", "0"),
+    ]))
+}
+
+/// `sam local invoke` of the sample events (one per function with `quick`)
+/// against the [`sam_build_check`] build, on podman; skipped, with a line
+/// saying why, where no container engine can be had.
+pub fn sam_local(quick: bool) -> Result<(), String> {
+    let mut args = vec!["sam-local", "--build-dir", SAM_BUILD_CHECK_DIR];
+    if quick {
+        args.push("--quick");
+    }
+    run(&mut package("local-stack", &args))
+}
+
 /// The whole suite, step by step; stops at the first failure.
 pub fn run_all() -> Result<(), String> {
     type Step = (&'static str, Box<dyn Fn() -> Result<(), String>>);
@@ -99,17 +124,11 @@ pub fn run_all() -> Result<(), String> {
     ));
     steps.push((
         "sam build (x86_64, quick profile)",
-        Box::new(|| {
-            // Proves the SAM + cargo-lambda wiring and the Lambda link; the
-            // fat-LTO release build is for `sam build` / `cargo xtask run`.
-            run(
-                sam(&["build", "--build-dir", "target/sam-build-check"]).envs([
-                    ("CARGO_PROFILE_RELEASE_LTO", "false"),
-                    ("CARGO_PROFILE_RELEASE_CODEGEN_UNITS", "16"),
-                    ("CARGO_PROFILE_RELEASE_OPT_LEVEL", "0"),
-                ]),
-            )
-        }),
+        Box::new(sam_build_check),
+    ));
+    steps.push((
+        "sam local invoke, every sample event (podman)",
+        Box::new(|| sam_local(false)),
     ));
 
     let started = Instant::now();

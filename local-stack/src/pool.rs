@@ -1,0 +1,453 @@
+//! Concurrent invocations of one function, as Lambda serves them: one
+//! execution environment per invocation in flight. The runtime interface
+//! emulator serves one invocation at a time (two at once crash it), which is
+//! also Lambda's model, so an environment here is one emulator process with its
+//! function, in its own cgroup.
+//!
+//! Environments are started when an invocation finds none free, up to the
+//! pool's size; each new one is a real cold start (its init duration is
+//! reported by [`Pool::cold_starts`]). An invocation beyond the size waits for
+//! a free environment, or, for a function with reserved concurrency in the
+//! template, is throttled with Lambda's `TooManyRequestsException` (HTTP 429),
+//! as Lambda throttles past a reserved limit.
+
+use crate::cgroup::Limits;
+use crate::emulator::{Emulator, Invocation};
+use crate::template::Function;
+use std::path::{Path, PathBuf};
+use std::sync::{Condvar, Mutex, MutexGuard};
+
+/// The variable that sizes pools: most environments per function (default
+/// [`DEFAULT_SIZE`]) for functions without reserved concurrency.
+pub const SIZE_SETTING: &str = "LOCAL_CONCURRENCY";
+/// Environments per function unless [`SIZE_SETTING`] says otherwise: enough to
+/// run invocations side by side on a laptop's cores without starting a process
+/// per poller.
+pub const DEFAULT_SIZE: usize = 2;
+/// Most environments a pool may have (each is a process, and a cgroup).
+pub const MAX_SIZE: usize = 64;
+
+/// What happens to an invocation when every environment is busy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Overflow {
+    /// It waits for one to be free.
+    Wait,
+    /// It is refused at once with Lambda's `TooManyRequestsException`.
+    Throttle,
+}
+
+/// How many environments a function gets, and what happens past them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Size {
+    /// Most environments at once.
+    pub environments: usize,
+    /// Past them.
+    pub overflow: Overflow,
+}
+
+impl Size {
+    /// The size for `function`: its reserved concurrency, throttled past it, as
+    /// on Lambda; otherwise `setting` environments, waited for past them.
+    pub fn of(function: &Function, setting: usize) -> Self {
+        match function.reserved_concurrency {
+            Some(reserved) => Self {
+                environments: usize::try_from(reserved).unwrap_or(MAX_SIZE),
+                overflow: Overflow::Throttle,
+            },
+            None => Self {
+                environments: setting,
+                overflow: Overflow::Wait,
+            },
+        }
+    }
+}
+
+/// [`SIZE_SETTING`], or [`DEFAULT_SIZE`] when it is unset.
+pub fn size_setting() -> Result<usize, String> {
+    match std::env::var(SIZE_SETTING) {
+        Err(std::env::VarError::NotPresent) => Ok(DEFAULT_SIZE),
+        Ok(text) => parse_size(&text),
+        Err(e) => Err(format!("{SIZE_SETTING}: {e}")),
+    }
+}
+
+/// A pool size given as text (a setting or a flag): 1 to [`MAX_SIZE`].
+pub fn parse_size(text: &str) -> Result<usize, String> {
+    text.trim()
+        .parse()
+        .ok()
+        .filter(|n| (1..=MAX_SIZE).contains(n))
+        .ok_or_else(|| format!("the concurrency must be a whole number from 1 to {MAX_SIZE}"))
+}
+
+/// Lambda's answer to an invocation past a function's reserved concurrency.
+pub fn too_many_requests() -> Invocation {
+    Invocation {
+        status: 429,
+        body: serde_json::json!({
+            "Reason": "ReservedFunctionConcurrentInvocationLimitExceeded",
+            "Type": "User",
+            "message": "Rate Exceeded.",
+        })
+        .to_string(),
+    }
+}
+
+/// One execution environment: serves one invocation at a time.
+pub trait Environment: Send {
+    /// Invoke the function in this environment with `payload`.
+    fn invoke(&self, payload: &[u8]) -> Result<Invocation, String>;
+}
+
+impl Environment for Emulator {
+    fn invoke(&self, payload: &[u8]) -> Result<Invocation, String> {
+        Emulator::invoke(self, payload)
+    }
+}
+
+/// Starts environment number `n` (from 0).
+type Starter<E> = Box<dyn Fn(usize) -> Result<E, String> + Send + Sync>;
+
+/// A function's environments.
+pub struct Pool<E = Emulator> {
+    size: Size,
+    start: Starter<E>,
+    state: Mutex<State<E>>,
+    freed: Condvar,
+}
+
+struct State<E> {
+    /// Environments not serving an invocation, the most recently used last.
+    idle: Vec<E>,
+    /// Environments started (idle, busy or starting).
+    started: usize,
+}
+
+impl<E> std::fmt::Debug for Pool<E> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pool").field("size", &self.size).finish()
+    }
+}
+
+impl Pool<Emulator> {
+    /// A pool of `size` emulators running `bootstrap` as `spec` declares it
+    /// (see [`Emulator::start_with`]); environment `n` writes its output to
+    /// `log` with `.n` before the extension. No process starts before the
+    /// first invocation.
+    pub fn of_emulators(
+        rie: &Path,
+        bootstrap: &Path,
+        spec: &Function,
+        extra_env: &[(&str, &str)],
+        log: &Path,
+        size: Size,
+        limits: Limits,
+    ) -> Self {
+        let (rie, bootstrap, spec) = (rie.to_path_buf(), bootstrap.to_path_buf(), spec.clone());
+        let extra_env: Vec<(String, String)> = extra_env
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        let log = log.to_path_buf();
+        Self::new(
+            size,
+            Box::new(move |n| {
+                let env: Vec<(&str, &str)> = extra_env
+                    .iter()
+                    .map(|(k, v)| (k.as_str(), v.as_str()))
+                    .collect();
+                Emulator::start_with(&rie, &bootstrap, &spec, &env, &numbered(&log, n), limits)
+            }),
+        )
+    }
+
+    /// The init duration of each idle environment, in ms, in the order they
+    /// were last used (`None`: not reported yet).
+    pub fn cold_starts(&self) -> Vec<Option<f64>> {
+        self.state()
+            .idle
+            .iter()
+            .map(Emulator::init_duration_ms)
+            .collect()
+    }
+
+    /// Everything the idle environments printed, one after the other.
+    pub fn logs(&self) -> String {
+        self.state().idle.iter().map(Emulator::logs).collect()
+    }
+}
+
+/// `dir/name.ext` as `dir/name.n.ext`.
+fn numbered(log: &Path, n: usize) -> PathBuf {
+    let stem = log
+        .file_stem()
+        .map_or_else(String::new, |s| s.to_string_lossy().into_owned());
+    let name = match log.extension() {
+        Some(ext) => format!("{stem}.{n}.{}", ext.to_string_lossy()),
+        None => format!("{stem}.{n}"),
+    };
+    log.with_file_name(name)
+}
+
+impl<E: Environment> Pool<E> {
+    /// A pool of `size` environments started by `start`.
+    pub fn new(size: Size, start: Starter<E>) -> Self {
+        Self {
+            size,
+            start,
+            state: Mutex::new(State {
+                idle: Vec::new(),
+                started: 0,
+            }),
+            freed: Condvar::new(),
+        }
+    }
+
+    /// Invoke the function with `payload` in a free environment (started if
+    /// none is free and the size allows). Past the size: waits, or answers
+    /// [`too_many_requests`].
+    pub fn invoke(&self, payload: impl AsRef<[u8]>) -> Result<Invocation, String> {
+        let environment = match self.take()? {
+            Some(environment) => environment,
+            None => return Ok(too_many_requests()),
+        };
+        let answer = environment.invoke(payload.as_ref());
+        self.state().idle.push(environment);
+        self.freed.notify_one();
+        answer
+    }
+
+    /// A free environment, a new one, or `None` when throttled.
+    fn take(&self) -> Result<Option<E>, String> {
+        let mut state = self.state();
+        loop {
+            if let Some(environment) = state.idle.pop() {
+                return Ok(Some(environment));
+            }
+            if state.started < self.size.environments {
+                state.started += 1;
+                let n = state.started - 1;
+                drop(state);
+                return match (self.start)(n) {
+                    Ok(environment) => Ok(Some(environment)),
+                    Err(e) => {
+                        self.state().started -= 1;
+                        self.freed.notify_one();
+                        Err(e)
+                    }
+                };
+            }
+            if self.size.overflow == Overflow::Throttle {
+                return Ok(None);
+            }
+            state = self
+                .freed
+                .wait(state)
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+        }
+    }
+
+    /// Environments started so far.
+    pub fn started(&self) -> usize {
+        self.state().started
+    }
+
+    /// Environments serving (or starting for) an invocation now.
+    pub fn busy(&self) -> usize {
+        let state = self.state();
+        state.started - state.idle.len()
+    }
+
+    /// The pool's size.
+    pub fn size(&self) -> Size {
+        self.size
+    }
+
+    fn state(&self) -> MutexGuard<'_, State<E>> {
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::time::{Duration, Instant};
+
+    /// What the fake environments share: how many invocations are in flight,
+    /// the most there were, and when an invocation may end.
+    #[derive(Default)]
+    struct Shared {
+        in_flight: AtomicUsize,
+        most_in_flight: AtomicUsize,
+        /// Invocations end once this many were in flight at once...
+        end_at_in_flight: AtomicUsize,
+        /// ...or once released, or after [`GIVE_UP`] (so that a wrong pool
+        /// fails the test instead of hanging it).
+        released: AtomicBool,
+    }
+
+    const GIVE_UP: Duration = Duration::from_secs(5);
+
+    struct Fake {
+        id: usize,
+        shared: Arc<Shared>,
+    }
+
+    impl Environment for Fake {
+        fn invoke(&self, _: &[u8]) -> Result<Invocation, String> {
+            let s = &self.shared;
+            let now = s.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+            s.most_in_flight.fetch_max(now, Ordering::SeqCst);
+            let started = Instant::now();
+            while !s.released.load(Ordering::SeqCst) && started.elapsed() < GIVE_UP {
+                if s.in_flight.load(Ordering::SeqCst) >= s.end_at_in_flight.load(Ordering::SeqCst) {
+                    // Reached once: every invocation may end.
+                    s.released.store(true, Ordering::SeqCst);
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            s.in_flight.fetch_sub(1, Ordering::SeqCst);
+            Ok(Invocation {
+                status: 200,
+                body: format!("{{\"environment\":{}}}", self.id),
+            })
+        }
+    }
+
+    fn pool(environments: usize, overflow: Overflow, shared: &Arc<Shared>) -> Pool<Fake> {
+        let shared = Arc::clone(shared);
+        Pool::new(
+            Size {
+                environments,
+                overflow,
+            },
+            Box::new(move |id| {
+                Ok(Fake {
+                    id,
+                    shared: Arc::clone(&shared),
+                })
+            }),
+        )
+    }
+
+    #[test]
+    fn concurrent_invocations_each_get_an_environment_of_their_own() {
+        // Each invocation ends only once three are in flight at once.
+        let shared = Arc::new(Shared::default());
+        shared.end_at_in_flight.store(3, Ordering::SeqCst);
+        let pool = pool(3, Overflow::Wait, &shared);
+        let mut answers: Vec<String> = std::thread::scope(|s| {
+            let calls: Vec<_> = (0..3).map(|_| s.spawn(|| pool.invoke("{}"))).collect();
+            calls
+                .into_iter()
+                .map(|c| c.join().expect("thread").expect("answer").body)
+                .collect()
+        });
+        assert_eq!(shared.most_in_flight.load(Ordering::SeqCst), 3);
+        answers.sort();
+        answers.dedup();
+        assert_eq!(answers.len(), 3, "one environment per invocation in flight");
+        assert_eq!(pool.started(), 3);
+    }
+
+    #[test]
+    fn past_the_size_invocations_wait_for_a_free_environment() {
+        let shared = Arc::new(Shared::default());
+        shared.end_at_in_flight.store(2, Ordering::SeqCst);
+        let pool = pool(2, Overflow::Wait, &shared);
+        std::thread::scope(|s| {
+            let calls: Vec<_> = (0..8).map(|_| s.spawn(|| pool.invoke("{}"))).collect();
+            let first = Instant::now();
+            while shared.most_in_flight.load(Ordering::SeqCst) < 2 && first.elapsed() < GIVE_UP {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            shared.released.store(true, Ordering::SeqCst);
+            for call in calls {
+                assert_eq!(call.join().expect("thread").expect("answer").status, 200);
+            }
+        });
+        assert_eq!(pool.started(), 2);
+        assert_eq!(shared.most_in_flight.load(Ordering::SeqCst), 2);
+    }
+
+    #[test]
+    fn past_reserved_concurrency_an_invocation_is_throttled_as_on_lambda() {
+        let shared = Arc::new(Shared::default());
+        shared.end_at_in_flight.store(usize::MAX, Ordering::SeqCst);
+        let pool = pool(1, Overflow::Throttle, &shared);
+        std::thread::scope(|s| {
+            let busy = s.spawn(|| pool.invoke("{}"));
+            let first = Instant::now();
+            while shared.in_flight.load(Ordering::SeqCst) < 1 && first.elapsed() < GIVE_UP {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            let throttled = pool.invoke("{}").expect("an answer");
+            shared.released.store(true, Ordering::SeqCst);
+            assert_eq!(throttled.status, 429);
+            let body = throttled.json().expect("JSON");
+            assert_eq!(
+                body["Reason"],
+                "ReservedFunctionConcurrentInvocationLimitExceeded"
+            );
+            assert_eq!(body["message"], "Rate Exceeded.");
+            assert_eq!(busy.join().expect("thread").expect("answer").status, 200);
+        });
+        // Once free, the environment serves again: no second one was started.
+        assert_eq!(pool.invoke("{}").expect("answer").status, 200);
+        assert_eq!(pool.started(), 1);
+    }
+
+    #[test]
+    fn an_environment_that_fails_to_start_frees_its_place() {
+        let pool: Pool<Fake> = Pool::new(
+            Size {
+                environments: 1,
+                overflow: Overflow::Wait,
+            },
+            Box::new(|_| Err("no emulator".to_owned())),
+        );
+        for _ in 0..3 {
+            assert_eq!(pool.invoke("{}").expect_err("fails"), "no emulator");
+        }
+        assert_eq!(pool.started(), 0);
+    }
+
+    #[test]
+    fn sizes_come_from_reserved_concurrency_or_the_setting() {
+        let mut function = Function {
+            logical_id: "F".into(),
+            binary: "f".into(),
+            memory_mb: 128,
+            timeout_s: 3,
+            env: Vec::new(),
+            reserved_concurrency: None,
+        };
+        assert_eq!(
+            Size::of(&function, 3),
+            Size {
+                environments: 3,
+                overflow: Overflow::Wait
+            }
+        );
+        function.reserved_concurrency = Some(1);
+        assert_eq!(
+            Size::of(&function, 3),
+            Size {
+                environments: 1,
+                overflow: Overflow::Throttle
+            }
+        );
+        assert_eq!(parse_size("4"), Ok(4));
+        for bad in ["0", "65", "-1", "two", ""] {
+            assert!(parse_size(bad).is_err(), "{bad}");
+        }
+        assert_eq!(
+            numbered(Path::new("/l/order-processor.log"), 2),
+            Path::new("/l/order-processor.2.log")
+        );
+    }
+}

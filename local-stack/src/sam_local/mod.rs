@@ -1,0 +1,390 @@
+//! `sam local invoke`, as users run it, on podman instead of a Docker engine:
+//! every sample event of `events/` through its function's `sam build` output
+//! (the template SAM wrote there), each answer checked.
+//!
+//! The engine is podman with runc from Debian's packages
+//! ([`tools::PODMAN_PACKAGES`]), serving the Docker API on a socket under
+//! `.tools/podman/` with a configuration and an image store of its own there:
+//! the machine's container configuration is neither read nor changed. It uses
+//! runc and cgroupfs (crun refuses hybrid cgroup hierarchies) and keeps
+//! container ulimits within the host's.
+//!
+//! Network: SAM puts each function's container on the engine's default bridge
+//! (podman 4.3's Docker API ignores a configured default network mode), from
+//! which 127.0.0.1 cannot be reached. DynamoDB Local and ElasticMQ stay on
+//! loopback; a [`Relay`] on the bridge's gateway address forwards to each.
+//! Neither the bridge nor its gateway is a loopback address, so the whole run
+//! (servers, engine, bridge, containers, SAM) happens in a network namespace
+//! of its own, made with `unshare --net` and gone when the run ends
+//! ([`in_own_network_namespace`]): no packet of it reaches an interface of the
+//! machine.
+//!
+//! No registry is reached: the Lambda base image SAM builds its emulation image
+//! from is made here (`podman import` of the loader and libraries the
+//! bootstraps link, and the `sh`, `mv` and `chmod` that SAM's image build runs)
+//! under the name SAM looks for, and SAM runs with `--skip-pull-image`.
+//!
+//! Endpoints: `--env-vars` overrides only variables the template declares, so
+//! it gives those their local values (queue URLs); the `AWS_ENDPOINT_URL_*`
+//! variables, which the template does not declare, reach every container
+//! through the engine's configuration (`env`), written for each run.
+
+mod checks;
+mod engine;
+mod relay;
+
+pub use checks::check;
+pub use relay::Relay;
+
+use checks::no_password_in;
+use engine::Engine;
+
+use crate::dynamodb_local::{self, DynamoDbLocal};
+use crate::elasticmq::{self, ElasticMq};
+use crate::local_aws::{self, function_env};
+use crate::process::Guard;
+use crate::template::{Function, Template};
+use crate::{events, sam, tools, workspace_root};
+use serde_json::Value;
+use std::collections::BTreeSet;
+use std::net::{IpAddr, Ipv4Addr};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The engine's default network, the one SAM's containers join.
+const NETWORK: &str = "podman";
+/// The Lambda base image of `provided.al2023`, as SAM names it.
+const BASE_IMAGE: &str = "public.ecr.aws/lambda/provided:al2023";
+/// The emulation images SAM builds from the base image (`…:al2023-rapid-x86_64`).
+const EMULATION_IMAGES: &str = "public.ecr.aws/lambda/provided:al2023-rapid-*";
+/// What SAM's build of its emulation image runs in the base image, besides
+/// the libraries the bootstraps link.
+const BASE_PROGRAMS: [&str; 3] = ["sh", "mv", "chmod"];
+/// Time for one `sam local invoke` beyond the function's timeout (the first
+/// one also builds SAM's emulation image).
+const INVOKE_MARGIN: Duration = Duration::from_secs(120);
+
+/// Set for the command re-run inside its own network namespace.
+const ISOLATED: &str = "LOCAL_STACK_OWN_NETWORK_NAMESPACE";
+
+/// `None` inside the run's own network namespace. Outside, run this program
+/// with `args` in a new one (loopback up, nothing else), wait for it and say
+/// how it ended; where no namespace can be made (`unshare --net` needs root),
+/// one line says the run is skipped.
+pub fn in_own_network_namespace(args: &[&str]) -> Option<Result<(), String>> {
+    if std::env::var_os(ISOLATED).is_some() {
+        return None;
+    }
+    let in_namespace = |program: &[&str]| {
+        let mut command = Command::new("unshare");
+        command
+            .args(["--net", "--fork", "--kill-child", "--", "sh", "-c"])
+            .arg("ip link set lo up && exec \"$0\" \"$@\"")
+            .args(program);
+        command
+    };
+    let possible = in_namespace(&["true"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
+    if !matches!(possible, Ok(status) if status.success()) {
+        println!(
+            "sam local invoke: skipped, no network namespace of its own can be made here (unshare --net and ip need root)"
+        );
+        return Some(Ok(()));
+    }
+    let exe = match std::env::current_exe() {
+        Ok(exe) => exe.to_string_lossy().into_owned(),
+        Err(e) => return Some(Err(format!("this program's path: {e}"))),
+    };
+    let program: Vec<&str> = std::iter::once(exe.as_str())
+        .chain(args.iter().copied())
+        .collect();
+    Some(match in_namespace(&program).env(ISOLATED, "1").status() {
+        Ok(status) if status.success() => Ok(()),
+        Ok(status) => Err(format!(
+            "sam local invoke (own network namespace): {status}"
+        )),
+        Err(e) => Err(format!("unshare: {e}")),
+    })
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// No engine can be had here; why.
+    Skipped(String),
+    /// Invocations made, and the sample events not answered as expected.
+    Ran {
+        invocations: usize,
+        failures: Vec<String>,
+    },
+}
+
+/// Run `sam local invoke` for every function of the template and each of its
+/// sample events (the first one only with `quick`), against the build in
+/// `build_dir` (`sam build --build-dir`), logs in `logs`.
+pub fn run(build_dir: &Path, logs: &Path, quick: bool) -> Result<Outcome, String> {
+    if let Err(reason) = engine_available() {
+        return Ok(Outcome::Skipped(reason));
+    }
+    crate::process::stop_all_on_interrupt()?;
+    tools::install()?;
+    std::fs::create_dir_all(logs).map_err(|e| format!("{}: {e}", logs.display()))?;
+    let built_template = build_dir.join("template.yaml");
+    tools::require(&built_template, "the sam build output")?;
+    let template = Template::load(&workspace_root().join("template.yaml"))?;
+    let mut functions = template.functions()?;
+    // The Arrow worker reports on the orders the order processor stored.
+    functions.sort_by_key(|f| f.binary != "order-processor");
+
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    let dynamodb = DynamoDbLocal::start(&logs.join("dynamodb-local.log"))?;
+    let elasticmq = ElasticMq::start(&logs.join("elasticmq.log"))?;
+    runtime.block_on(dynamodb_local::create_tables(&template, &dynamodb.client()))?;
+    let queues = runtime.block_on(elasticmq::create_queues(
+        &template,
+        &elasticmq.client(),
+        None,
+    ))?;
+    let specs: Vec<_> = queues.iter().map(|q| q.spec.clone()).collect();
+
+    let engine = Engine::new()?;
+    let bootstraps: Vec<PathBuf> = functions
+        .iter()
+        .map(|f| build_dir.join(&f.logical_id).join("bootstrap"))
+        .collect();
+    engine.configure(&[])?;
+    engine.remove_containers()?;
+    engine.ensure_base_image(&bootstraps)?;
+    let gateway = engine.gateway()?;
+    let dynamodb_relay = Relay::start(gateway, dynamodb.port())?;
+    let sqs_relay = Relay::start(gateway, port_of(&elasticmq.endpoint())?)?;
+    let (dynamodb_url, sqs_url) = (dynamodb_relay.url(), sqs_relay.url());
+    let env_vars = logs.join("env-vars.json");
+    write(
+        &env_vars,
+        &env_vars_json(&functions, &specs, &sqs_url).to_string(),
+    )?;
+    // Read by the service when it starts: the endpoints of this run.
+    engine.configure(&function_env(&[
+        ("AWS_ENDPOINT_URL_DYNAMODB", &dynamodb_url),
+        ("AWS_ENDPOINT_URL_SQS", &sqs_url),
+    ]))?;
+    let _service = engine.serve(&logs.join("podman-service.log"))?;
+
+    let mut invocations = 0;
+    let mut failures = Vec::new();
+    let mut stored_orders = 0;
+    for function in &functions {
+        let mut samples = events::of(&function.binary)?;
+        if quick {
+            samples.truncate(1);
+        }
+        for (path, text) in samples {
+            let name = path
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let label = format!("{} {name}", function.logical_id);
+            let started = Instant::now();
+            let event: Value =
+                serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+            let log = logs.join(format!("{}-{name}.log", function.binary));
+            let outcome = invoke(&engine, &built_template, function, &path, &env_vars, &log)
+                .and_then(|(answer, output)| {
+                    check(&function.binary, &event, &answer, stored_orders)?;
+                    no_password_in(&event, &output)
+                });
+            invocations += 1;
+            match outcome {
+                Ok(()) => println!("  ok    {label} ({:.1} s)", started.elapsed().as_secs_f64()),
+                Err(e) => {
+                    println!("  FAIL  {label}: {e} (log: {})", log.display());
+                    failures.push(format!("{label}: {e}"));
+                }
+            }
+        }
+        if function.binary == "order-processor" {
+            let ids = runtime.block_on(order_ids(&dynamodb.client()))?;
+            stored_orders = ids.len();
+            if !quick && ids != events::STORED_ORDERS {
+                failures.push(format!(
+                    "OrdersTable holds {ids:?}, expected {:?}",
+                    events::STORED_ORDERS
+                ));
+            }
+        }
+    }
+    engine.remove_containers()?;
+    Ok(Outcome::Ran {
+        invocations,
+        failures,
+    })
+}
+
+/// `Err(why)` where podman cannot be had: another architecture, no cgroup
+/// filesystem, or the pinned packages missing and not installable.
+fn engine_available() -> Result<(), String> {
+    if !matches!(std::env::consts::ARCH, "x86_64" | "aarch64") {
+        return Err(format!(
+            "no Lambda base image for {}",
+            std::env::consts::ARCH
+        ));
+    }
+    if !Path::new("/sys/fs/cgroup").is_dir() {
+        return Err("no cgroup filesystem at /sys/fs/cgroup".to_owned());
+    }
+    tools::install_podman()
+}
+
+/// The port of `endpoint` (`http://127.0.0.1:PORT`).
+fn port_of(endpoint: &str) -> Result<u16, String> {
+    endpoint
+        .rsplit_once(':')
+        .and_then(|(_, port)| port.parse().ok())
+        .ok_or_else(|| format!("no port in {endpoint}"))
+}
+
+/// SAM's `--env-vars` file: for each function (by logical id), the variables
+/// of the template with their local values: a queue reference is the queue's
+/// URL on the ElasticMQ at `sqs_url`.
+fn env_vars_json(
+    functions: &[Function],
+    queues: &[crate::template::Queue],
+    sqs_url: &str,
+) -> Value {
+    let by_function = functions.iter().map(|function| {
+        let vars = elasticmq::with_queue_urls(&function.env, queues, sqs_url)
+            .into_iter()
+            .map(|(key, value)| (key, Value::String(value)))
+            .collect();
+        (function.logical_id.clone(), Value::Object(vars))
+    });
+    Value::Object(by_function.collect())
+}
+
+/// Invoke `function` with the event in `event` through `sam local invoke`;
+/// its answer, and everything SAM and the function printed. Output goes to
+/// `log` (the answer to `log` with the extension `answer`).
+fn invoke(
+    engine: &Engine,
+    template: &Path,
+    function: &Function,
+    event: &Path,
+    env_vars: &Path,
+    log: &Path,
+) -> Result<(Value, String), String> {
+    let answer_file = log.with_extension("answer");
+    let open =
+        |path: &Path| std::fs::File::create(path).map_err(|e| format!("{}: {e}", path.display()));
+    let (template, event, env_vars) = (
+        template.to_string_lossy(),
+        event.to_string_lossy(),
+        env_vars.to_string_lossy(),
+    );
+    let mut command = sam::command(&[
+        "local",
+        "invoke",
+        &function.logical_id,
+        "--template",
+        &template,
+        "--event",
+        &event,
+        "--env-vars",
+        &env_vars,
+        "--skip-pull-image",
+    ]);
+    command
+        .env("DOCKER_HOST", engine.docker_host())
+        .env("AWS_ACCESS_KEY_ID", local_aws::ACCESS_KEY)
+        .env("AWS_SECRET_ACCESS_KEY", local_aws::ACCESS_KEY)
+        .env_remove("AWS_SESSION_TOKEN")
+        .env_remove("AWS_PROFILE")
+        .stdin(Stdio::null())
+        .stdout(open(&answer_file)?)
+        .stderr(open(log)?);
+    let mut sam = Guard::spawn(
+        format!("sam local invoke {}", function.logical_id),
+        &mut command,
+    )?;
+    let limit = Duration::from_secs(u64::from(function.timeout_s)) + INVOKE_MARGIN;
+    let deadline = Instant::now() + limit;
+    let status = loop {
+        if let Some(status) = sam.exited() {
+            break status;
+        }
+        if Instant::now() >= deadline {
+            sam.stop(Duration::from_secs(5));
+            return Err(format!("no answer within {limit:?}"));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let read = |path: &Path| std::fs::read_to_string(path).unwrap_or_default();
+    let (stdout, stderr) = (read(&answer_file), read(log));
+    if !status.success() {
+        return Err(format!("sam local invoke failed: {status}"));
+    }
+    let answer = stdout
+        .lines()
+        .rev()
+        .find(|line| !line.trim().is_empty())
+        .ok_or("no answer on sam's standard output")?;
+    let answer = serde_json::from_str(answer).map_err(|e| format!("answer is not JSON: {e}"))?;
+    Ok((answer, stdout + &stderr))
+}
+
+/// The order ids in the local orders table, sorted.
+async fn order_ids(client: &aws_sdk_dynamodb::Client) -> Result<Vec<String>, String> {
+    let mut ids = BTreeSet::new();
+    let mut pages = client
+        .scan()
+        .table_name("OrdersTable")
+        .into_paginator()
+        .send();
+    while let Some(page) = pages.next().await {
+        let page = page.map_err(|e| format!("scan OrdersTable: {}", elasticmq::error_text(&e)))?;
+        for item in page.items() {
+            if let Some(id) = item.get("order_id").and_then(|v| v.as_s().ok()) {
+                ids.insert(id.clone());
+            }
+        }
+    }
+    Ok(ids.into_iter().collect())
+}
+
+fn file_name(path: &Path) -> String {
+    path.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+fn write(path: &Path, text: &str) -> Result<(), String> {
+    std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn env_vars_give_queue_references_their_urls_per_function() {
+        let template = Template::load(&workspace_root().join("template.yaml")).expect("template");
+        let functions = template.functions().expect("functions");
+        let queues = template.queues().expect("queues");
+        let json = env_vars_json(&functions, &queues, "http://10.88.0.1:1");
+        let processor = &json["OrderProcessorFunction"];
+        assert_eq!(processor["TABLE_NAME"], "OrdersTable");
+        assert!(
+            processor["DEAD_LETTER_QUEUE_URL"]
+                .as_str()
+                .is_some_and(|url| url.starts_with("http://10.88.0.1:1/")),
+            "{json}"
+        );
+        assert!(json["PasswordHasherFunction"].is_object());
+    }
+}
