@@ -1,10 +1,13 @@
-//! bcrypt: this function's per-hash time against libxcrypt's `crypt(3)`, the
-//! scaling of a fixed batch over 1..=cores threads, and from the same
-//! measurements the local power tuning (`power`).
+//! bcrypt: this function's per-hash time against libxcrypt's `crypt(3)`, and
+//! the scaling of a fixed batch over 1..=cores threads.
 
-use super::power::{self, CpuShare, MEMORY_SIZES_MB};
 use super::probes::Probes;
 use super::{Scale, median};
+
+/// The bcrypt cost of the full lab's batch.
+pub const COST: u32 = 10;
+/// Hashes in the full lab's batch.
+pub const BATCH: usize = 24;
 
 /// What the hasher probe measured.
 #[derive(Debug, Clone)]
@@ -19,20 +22,21 @@ pub struct Bcrypt {
     pub rounds: usize,
     /// (threads, seconds for the batch), 1..=cores.
     pub scaling: Vec<(usize, f64)>,
-    pub power: Vec<power::Row>,
 }
 
 /// Run the probe (built with the default allocator).
 pub fn measure(probes: &Probes, scale: Scale, cores: usize) -> Result<Bcrypt, String> {
     let (cost, rounds, batch) = match scale {
-        Scale::Full => (10, 6, 24),
+        Scale::Full => (COST, 6, BATCH),
         Scale::Quick => (4, 2, 4),
     };
-    let mut args: Vec<String> = [cost, rounds, batch, cores]
-        .iter()
-        .map(usize::to_string)
-        .collect();
-    args.extend(MEMORY_SIZES_MB.iter().map(u64::to_string));
+    let args: Vec<String> = [
+        cost.to_string(),
+        rounds.to_string(),
+        batch.to_string(),
+        cores.to_string(),
+    ]
+    .to_vec();
     let out = probes.run("mimalloc", "lab_bcrypt", &args, &[])?;
     let pairs: Vec<(f64, f64)> = out["per_hash_ms"]
         .as_array()
@@ -46,28 +50,16 @@ pub fn measure(probes: &Probes, scale: Scale, cores: usize) -> Result<Bcrypt, St
         .flatten()
         .filter_map(|p| Some((usize::try_from(p[0].as_u64()?).ok()?, p[1].as_f64()?)))
         .collect();
-    let workers: Vec<(u64, usize)> = out["workers_by_memory_mb"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|p| Some((p[0].as_u64()?, usize::try_from(p[1].as_u64()?).ok()?)))
-        .collect();
-    if pairs.len() != rounds || scaling.len() != cores || workers.len() != MEMORY_SIZES_MB.len() {
+    if pairs.len() != rounds || scaling.len() != cores {
         return Err(format!("lab_bcrypt answered incompletely: {out}"));
     }
-    let share = CpuShare {
-        mb_per_vcpu: out["mb_per_vcpu"].as_f64().ok_or("no mb_per_vcpu")?,
-        max_vcpus: out["max_vcpus"].as_f64().ok_or("no max_vcpus")?,
-    };
-    let measured: Vec<f64> = scaling.iter().map(|s| s.1).collect();
     Ok(Bcrypt {
-        cost: u32::try_from(cost).map_err(|e| e.to_string())?,
+        cost,
         batch,
         ours_ms: median(pairs.iter().map(|p| p.0).collect()),
         crypt3_ms: median(pairs.iter().map(|p| p.1).collect()),
         ratio: median(pairs.iter().map(|p| p.0 / p.1).collect()),
         rounds,
-        power: power::rows(share, &workers, &measured)?,
         scaling,
     })
 }

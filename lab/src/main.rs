@@ -1,14 +1,17 @@
 //! The performance lab. `cargo xtask lab` (this binary) measures, on this machine, what the
 //! template's choices buy (allocators, bcrypt, arena pre-warm, cold start,
 //! memory size) and writes `BENCHMARKS.md` with SVG plots in `benchmarks/`.
+//! `cargo xtask lab power` measures only the memory sizes (power tuning) and
+//! replaces their part of an existing `BENCHMARKS.md`.
 //! `cargo xtask lab --quick` runs the same code small on the suite's debug
 //! builds, writes into `target/lab-quick/`, and checks only what must hold
 //! everywhere (memory stays bounded, pre-warm removes most page faults),
-//! never a timing.
+//! never a timing; it measures no memory sizes (they need the release builds).
 //!
 //! Code map: `probes` builds and runs the probe programs; `memory`,
-//! `prewarm`, `bcrypt` (with `power`) and `cold_start` measure; `machine` says
-//! where; `report` and `plot` write it down.
+//! `prewarm`, `bcrypt`, `cold_start` and `tuning` (with `power`, the prices
+//! and the model) measure; `machine` says where; `report` and `plot` write it
+//! down.
 
 mod bcrypt;
 mod cold_start;
@@ -19,6 +22,7 @@ mod power;
 mod prewarm;
 mod probes;
 mod report;
+mod tuning;
 
 use indicatif::{ProgressBar, ProgressStyle};
 use local_stack::workspace_root;
@@ -35,7 +39,8 @@ fn main() -> ExitCode {
     {
         [] => run(Scale::Full, &local_stack::sam::release_builds),
         ["--quick"] => run(Scale::Quick, &|| Ok(())),
-        _ => Err("usage: lab [--quick]".to_owned()),
+        ["power"] => power_only(),
+        _ => Err("usage: lab [--quick | power]".to_owned()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -65,8 +70,8 @@ pub struct Results {
     pub bcrypt: bcrypt::Bcrypt,
     /// Not in quick mode.
     pub cold_start: Option<Vec<cold_start::Row>>,
-    /// The password hasher's memory size in `template.yaml`.
-    pub hasher_memory_mb: u64,
+    /// The memory sizes measured, or why not.
+    pub power: report::Tuning,
 }
 
 /// The median of `values` (0 for none).
@@ -112,22 +117,24 @@ pub fn run(scale: Scale, build_release: &dyn Fn() -> Result<(), String>) -> Resu
         memory.push((pattern, runs));
     }
     let prewarm = prewarm::measure(&probes, scale, &tick)?;
-    tick("bcrypt and power tuning");
+    tick("bcrypt");
     let bcrypt = bcrypt::measure(&probes, scale, machine.cores)?;
-    let cold_start = match scale {
+    let (cold_start, power) = match scale {
         Scale::Full => {
-            tick("release builds for the cold starts");
+            tick("release builds for the cold starts and the power tuning");
             build_release()?;
-            Some(cold_start::measure(&tick)?)
+            let cold_start = cold_start::measure(&tick)?;
+            (Some(cold_start), power(machine.cores, &tick)?)
         }
-        Scale::Quick => None,
+        Scale::Quick => (
+            None,
+            Err("not in quick mode (it needs the release builds)".to_owned()),
+        ),
     };
     bar.finish_and_clear();
 
-    let template = local_stack::template::Template::load(&workspace_root().join("template.yaml"))?;
-    let hasher_memory_mb = u64::from(template.function("password-hasher")?.memory_mb);
     let results = Results {
-        hasher_memory_mb,
+        power,
         scale,
         machine,
         memory,
@@ -142,6 +149,42 @@ pub fn run(scale: Scale, build_release: &dyn Fn() -> Result<(), String>) -> Resu
     report::write(&dir, &results)?;
     println!("lab: wrote {}", dir.join("BENCHMARKS.md").display());
     check(&results)
+}
+
+/// The power tuning, or why it cannot run here (no CPU and memory limits).
+fn power(cores: usize, tick: &dyn Fn(&str)) -> Result<report::Tuning, String> {
+    match local_stack::cgroup::enforced() {
+        Err(why) => Ok(Err(format!(
+            "CPU and memory limits are not enforced here ({why})"
+        ))),
+        Ok(()) => Ok(Ok(tuning::measure(cores, tick)?)),
+    }
+}
+
+/// `lab power`: measure the memory sizes only (building the x86_64 release
+/// bootstraps if missing) and replace their part of `BENCHMARKS.md`.
+fn power_only() -> Result<(), String> {
+    let machine = machine::Machine::here();
+    // Before measuring for minutes: the report must have the part to replace.
+    report::power_rewritable(&workspace_root())?;
+    tuning::build_if_missing()?;
+    let bar = ProgressBar::new_spinner();
+    bar.set_style(
+        ProgressStyle::with_template("{spinner} [{elapsed_precise}] {msg}")
+            .map_err(|e| e.to_string())?,
+    );
+    bar.enable_steady_tick(Duration::from_millis(200));
+    let tuning = power(machine.cores, &|message: &str| {
+        bar.set_message(message.to_owned())
+    })?;
+    bar.finish_and_clear();
+    let tuning = tuning.map_err(|why| format!("power tuning: {why}"))?;
+    report::rewrite_power(&workspace_root(), &Ok(tuning), &machine)?;
+    println!(
+        "lab: wrote the power tuning into {}",
+        workspace_root().join("BENCHMARKS.md").display()
+    );
+    Ok(())
 }
 
 /// The properties that must hold on every machine.

@@ -2,11 +2,15 @@
 //!
 //! Drawn with `plotters`' SVG backend and no font feature: text is emitted as
 //! `<text>` elements for the viewer to render, so no system font is needed.
+//! Point labels are placed beside their point where they overlap nothing
+//! already drawn, and left out where no such place is free.
 
 use std::error::Error;
 use std::ops::Range;
 use std::path::Path;
 
+use plotters::coord::Shift;
+use plotters::coord::ranged1d::{AsRangedCoord, ValueFormatter};
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
@@ -16,7 +20,8 @@ pub struct Series {
     pub name: String,
     /// The `(x, y)` data.
     pub points: Vec<(f64, f64)>,
-    /// Optional text beside each point: empty for none, else one per point.
+    /// Optional text beside each point: empty for none, else one per point
+    /// (an empty text labels nothing).
     pub labels: Vec<String>,
 }
 
@@ -38,12 +43,20 @@ pub struct Chart<'a> {
     pub y_label: &'a str,
     /// Lines or points.
     pub kind: Kind,
+    /// A logarithmic horizontal axis (positive data only).
+    pub log_x: bool,
     /// The data, one legend entry each.
     pub series: &'a [Series],
 }
 
 const SIZE: (u32, u32) = (900, 500);
 const FONT: &str = "sans-serif";
+/// Point labels: font size, and the box a character is assumed to take
+/// (generous for sans-serif digits at that size).
+const LABEL_FONT: f64 = 12.0;
+const LABEL_CHAR: (i32, i32) = (7, 14);
+/// Half the side of the square a point marker is assumed to cover.
+const MARKER: i32 = 5;
 /// Okabe-Ito colours (colour-blind friendly), without the low-contrast yellow.
 const PALETTE: [RGBColor; 7] = [
     RGBColor(0x00, 0x72, 0xB2), // blue
@@ -89,6 +102,11 @@ fn validate(chart: &Chart<'_>) -> Result<(), String> {
                 "series \"{name}\" has {labels} labels for {points} points"
             ));
         }
+        if chart.log_x && series.points.iter().any(|p| p.0 <= 0.0) {
+            return Err(format!(
+                "series \"{name}\" has an x of 0 or less on a logarithmic axis"
+            ));
+        }
     }
     Ok(())
 }
@@ -100,18 +118,51 @@ fn draw(path: &Path, chart: &Chart<'_>) -> Result<(), Box<dyn Error>> {
     } else {
         0.0
     };
-    let x = axis_range(points().map(|p| p.0), false, x_pad);
     let y = axis_range(points().map(|p| p.1), true, 0.05);
-    if !(x.end - x.start).is_finite() || !(y.end - y.start).is_finite() {
-        return Err("data range is too wide to plot".into());
-    }
-    let (x_fmt, y_fmt) = (tick_format(x.end - x.start), tick_format(y.end - y.start));
-    let longest = chart.series.iter().map(|s| s.name.chars().count()).max();
-    let legend_width = 50 + 7 * longest.unwrap_or(0) as u32;
-
     let root = SVGBackend::new(path, SIZE).into_drawing_area();
     root.fill(&WHITE)?;
-    let mut ctx = ChartBuilder::on(&root)
+    if chart.log_x {
+        // Padded by a factor, as a linear axis is by a difference.
+        let logs = axis_range(points().map(|p| p.0.log10()), false, x_pad);
+        let x = 10f64.powf(logs.start)..10f64.powf(logs.end);
+        if !(x.start > 0.0 && x.end.is_finite() && (y.end - y.start).is_finite()) {
+            return Err("data range is too wide to plot".into());
+        }
+        let ticks = log_ticks(x.start, x.end);
+        plot(
+            &root,
+            chart,
+            x.log_scale().with_key_points(ticks),
+            y,
+            &significant,
+        )?;
+    } else {
+        let x = axis_range(points().map(|p| p.0), false, x_pad);
+        if !(x.end - x.start).is_finite() || !(y.end - y.start).is_finite() {
+            return Err("data range is too wide to plot".into());
+        }
+        plot(&root, chart, x.clone(), y, &tick_format(x.end - x.start))?;
+    }
+    root.present()?;
+    Ok(())
+}
+
+/// Draw `chart` on `root` with the horizontal axis `x` (linear or logarithmic).
+fn plot<X>(
+    root: &DrawingArea<SVGBackend<'_>, Shift>,
+    chart: &Chart<'_>,
+    x: X,
+    y: Range<f64>,
+    x_fmt: &dyn Fn(&f64) -> String,
+) -> Result<(), Box<dyn Error>>
+where
+    X: AsRangedCoord<Value = f64>,
+    X::CoordDescType: Ranged<ValueType = f64> + ValueFormatter<f64>,
+{
+    let y_fmt = tick_format(y.end - y.start);
+    let longest = chart.series.iter().map(|s| s.name.chars().count()).max();
+    let legend_width = 50 + 7 * longest.unwrap_or(0) as u32;
+    let mut ctx = ChartBuilder::on(root)
         .caption(chart.title, (FONT, 22))
         .margin(12)
         .margin_right(legend_width)
@@ -125,7 +176,7 @@ fn draw(path: &Path, chart: &Chart<'_>) -> Result<(), Box<dyn Error>> {
         .label_style((FONT, 14))
         .x_labels(10)
         .y_labels(8)
-        .x_label_formatter(&x_fmt)
+        .x_label_formatter(x_fmt)
         .y_label_formatter(&y_fmt)
         .light_line_style(TRANSPARENT)
         .bold_line_style(BLACK.mix(0.1))
@@ -154,15 +205,147 @@ fn draw(path: &Path, chart: &Chart<'_>) -> Result<(), Box<dyn Error>> {
             (key_x + 28, key_y),
             &key_font,
         ))?;
-        let label_font = (FONT, 12).into_font().color(colour);
-        let labels = series.points.iter().zip(&series.labels).map(|(&p, label)| {
-            EmptyElement::at(p) + Text::new(label.clone(), (6, -14), label_font.clone())
-        });
-        ctx.draw_series(labels)?;
     }
 
-    root.present()?;
+    // Labels last, placed around every point of every series.
+    let markers: Vec<(i32, i32)> = chart
+        .series
+        .iter()
+        .flat_map(|s| s.points.iter().map(|p| ctx.backend_coord(p)))
+        .collect();
+    let area = Rect {
+        left: plot_x.start,
+        top: plot_y.start,
+        right: plot_x.end,
+        bottom: plot_y.end,
+    };
+    let mut placer = Placer::new(area, &markers);
+    for (series, colour) in chart.series.iter().zip(PALETTE.iter().cycle()) {
+        let font = (FONT, LABEL_FONT)
+            .into_font()
+            .color(colour)
+            .pos(Pos::new(HPos::Left, VPos::Top));
+        for (point, label) in series.points.iter().zip(&series.labels) {
+            if label.is_empty() {
+                continue;
+            }
+            if let Some(at) = placer.place(ctx.backend_coord(point), label) {
+                root.draw(&Text::new(label.clone(), at, &font))?;
+            }
+        }
+    }
     Ok(())
+}
+
+/// A pixel rectangle.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Rect {
+    left: i32,
+    top: i32,
+    right: i32,
+    bottom: i32,
+}
+
+impl Rect {
+    fn overlaps(&self, other: &Rect) -> bool {
+        self.left < other.right
+            && other.left < self.right
+            && self.top < other.bottom
+            && other.top < self.bottom
+    }
+
+    fn inside(&self, area: &Rect) -> bool {
+        self.left >= area.left
+            && self.right <= area.right
+            && self.top >= area.top
+            && self.bottom <= area.bottom
+    }
+}
+
+/// Places labels one by one where they overlap no point marker and no label
+/// placed before.
+struct Placer {
+    area: Rect,
+    taken: Vec<Rect>,
+}
+
+impl Placer {
+    fn new(area: Rect, markers: &[(i32, i32)]) -> Self {
+        let taken = markers
+            .iter()
+            .map(|&(x, y)| Rect {
+                left: x - MARKER,
+                top: y - MARKER,
+                right: x + MARKER,
+                bottom: y + MARKER,
+            })
+            .collect();
+        Self { area, taken }
+    }
+
+    /// The top-left corner for `label` beside the point at `(x, y)`: right,
+    /// left, above, below, then the diagonals; `None` if all are taken.
+    fn place(&mut self, (x, y): (i32, i32), label: &str) -> Option<(i32, i32)> {
+        let chars = i32::try_from(label.chars().count()).unwrap_or(i32::MAX / 2);
+        let (w, h) = (chars.saturating_mul(LABEL_CHAR.0), LABEL_CHAR.1);
+        let gap = MARKER + 2;
+        let candidates = [
+            (x + gap, y - h / 2),
+            (x - gap - w, y - h / 2),
+            (x - w / 2, y - gap - h),
+            (x - w / 2, y + gap),
+            (x + gap, y - gap - h),
+            (x + gap, y + gap),
+            (x - gap - w, y - gap - h),
+            (x - gap - w, y + gap),
+        ];
+        let rect = candidates
+            .into_iter()
+            .map(|(left, top)| Rect {
+                left,
+                top,
+                right: left.saturating_add(w),
+                bottom: top + h,
+            })
+            .find(|r| r.inside(&self.area) && !self.taken.iter().any(|t| t.overlaps(r)))?;
+        self.taken.push(rect);
+        Some((rect.left, rect.top))
+    }
+}
+
+/// Ticks for a logarithmic axis over `lo..hi` (positive): 1, 2 and 5 times
+/// the powers of ten, more steps where that gives fewer than four, only the
+/// powers of ten where it gives more than twelve.
+fn log_ticks(lo: f64, hi: f64) -> Vec<f64> {
+    let decades = || (lo.log10().floor() as i32)..=(hi.log10().ceil() as i32);
+    let ticks = |steps: &[f64]| -> Vec<f64> {
+        decades()
+            .flat_map(|k| steps.iter().map(move |s| s * 10f64.powi(k)))
+            .filter(|t| (lo..=hi).contains(t))
+            .collect()
+    };
+    let ticks_125 = ticks(&[1.0, 2.0, 5.0]);
+    if ticks_125.len() < 4 {
+        ticks(&[1.0, 1.5, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0])
+    } else if ticks_125.len() > 12 {
+        ticks(&[1.0])
+    } else {
+        ticks_125
+    }
+}
+
+/// A tick label for a logarithmic axis: at most three significant digits.
+fn significant(v: &f64) -> String {
+    if *v >= 100.0 {
+        format!("{v:.0}")
+    } else {
+        let decimals = (2.0 - v.abs().log10().floor()).clamp(0.0, 12.0) as usize;
+        let full = format!("{v:.decimals$}");
+        match full.contains('.') {
+            true => full.trim_end_matches('0').trim_end_matches('.').to_owned(),
+            false => full,
+        }
+    }
 }
 
 /// The span of `values`, widened by `pad` (a fraction of it) at both ends;
@@ -229,6 +412,7 @@ mod tests {
             x_label: "Invocation",
             y_label: "RSS (MiB)",
             kind,
+            log_x: false,
             series,
         }
     }
@@ -292,6 +476,91 @@ mod tests {
         let (result, svg) = render("points", &chart(Kind::Points, &data));
         assert_eq!(result, Ok(()));
         assert!(svg.contains("1769 MB") && svg.contains("arm64") && svg.contains("<circle"));
+    }
+
+    /// `(x, y, text)` of every `<text>` element in `svg`.
+    fn texts(svg: &str) -> Vec<(f64, f64, String)> {
+        svg.split("<text ")
+            .skip(1)
+            .map(|element| format!(" {element}"))
+            .filter_map(|element| {
+                let attr = |name: &str| -> Option<f64> {
+                    let start = element.find(&format!(" {name}=\""))? + name.len() + 3;
+                    let rest = element.get(start..)?;
+                    rest.get(..rest.find('"')?)?.parse().ok()
+                };
+                let body = element.get(element.find('>')? + 1..element.find("</text>")?)?;
+                Some((attr("x")?, attr("y")?, body.trim().to_owned()))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn point_labels_never_overlap() {
+        // A dozen points bunched at short durations, a few far apart: the
+        // power tuning's shape.
+        let mut points: Vec<(f64, f64)> = (0..12)
+            .map(|i| (20.0 + i as f64, 0.5 + 0.01 * i as f64))
+            .collect();
+        points.extend([(900.0, 2.0), (2_000.0, 3.0), (5_000.0, 5.0)]);
+        let labels: Vec<String> = (0..points.len())
+            .map(|i| format!("{} MB", 1000 + i))
+            .collect();
+        let data = [Series {
+            name: "x86_64".into(),
+            points,
+            labels: labels.clone(),
+        }];
+        let (result, svg) = render("crowded", &chart(Kind::Points, &data));
+        assert_eq!(result, Ok(()));
+        // 12 px text: about 7 px a character, 12 px high.
+        let boxes: Vec<(f64, f64, f64, f64)> = texts(&svg)
+            .into_iter()
+            .filter(|(_, _, text)| labels.contains(text))
+            .map(|(x, y, text)| (x, y, x + 7.0 * text.chars().count() as f64, y + 12.0))
+            .collect();
+        assert!(
+            boxes.len() >= 4,
+            "the far points keep their labels: {boxes:?}"
+        );
+        for (i, a) in boxes.iter().enumerate() {
+            for b in &boxes[i + 1..] {
+                let apart = a.2 <= b.0 || b.2 <= a.0 || a.3 <= b.1 || b.3 <= a.1;
+                assert!(apart, "labels overlap: {a:?} and {b:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_log_axis_has_decade_ticks_and_refuses_non_positive_x() {
+        let data = [series(
+            "x86_64",
+            vec![(12.0, 0.3), (150.0, 0.5), (2_100.0, 3.0), (40_000.0, 9.0)],
+            &[],
+        )];
+        let mut log = chart(Kind::Points, &data);
+        log.log_x = true;
+        let (result, svg) = render("log", &log);
+        assert_eq!(result, Ok(()));
+        for tick in ["10", "100", "1000", "10000"] {
+            assert!(svg.contains(&format!(">\n{tick}\n<")), "tick {tick}");
+        }
+        let zero = [series("z", vec![(0.0, 1.0), (10.0, 2.0)], &[])];
+        let mut log = chart(Kind::Points, &zero);
+        log.log_x = true;
+        assert!(
+            render("log-zero", &log)
+                .0
+                .unwrap_err()
+                .contains("logarithmic")
+        );
+        assert_eq!(significant(&0.25), "0.25");
+        assert_eq!(log_ticks(12.0, 40_000.0).len(), 10);
+        assert_eq!(
+            log_ticks(40.0, 330.0),
+            [40.0, 50.0, 60.0, 80.0, 100.0, 150.0, 200.0, 300.0]
+        );
+        assert_eq!(significant(&2_000.0), "2000");
     }
 
     #[test]

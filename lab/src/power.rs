@@ -1,15 +1,17 @@
-//! Local power tuning: for each Lambda memory size, the worker count the
-//! shared crate chooses, the hasher's measured time for a fixed batch with that
-//! many threads (capped by this machine's cores), a modelled time on Lambda and
-//! the cost per million invocations.
+//! Power tuning: what each Lambda memory size costs and how long a fixed
+//! workload takes there, from durations measured under the CPU quota and memory
+//! limit of that size (`tuning` measures them).
 //!
-//! The model: Lambda gives CPU time in proportion to memory, `share =
-//! MB / MB_PER_VCPU` vCPUs (at most the maximum), and the batch is CPU-bound.
-//! With `threads = min(workers, cores)` measured here in `T` seconds, the work
-//! is `T x threads` CPU-seconds at this machine's scaling efficiency, so on
-//! Lambda it takes `T x threads / share` (below one vCPU, one thread runs for a
-//! fraction of the time; above this machine's cores, the efficiency measured
-//! at `cores` threads is assumed to hold).
+//! Where the size's CPU share exceeds this machine's cores, the quota is capped
+//! at the cores and the measurement only says what the cap gives; there, and
+//! only there, a model extrapolates: `duration = fixed + cpu / vCPUs`, fitted
+//! by least squares to the sizes of whole vCPUs measured uncapped (1,769 MB,
+//! 3,538 MB, ...): the work that more vCPUs speed up, and the rest, such as
+//! waiting for DynamoDB, that they do not. Fractional shares are left out of
+//! the fit: there a function may run fewer workers than the share rounds up to
+//! (`available_parallelism` rounds a cgroup quota down).
+
+use local_stack::cgroup::MB_PER_VCPU;
 
 /// Lambda price per GB-second, x86_64 (AWS published price, us-east-1, first tier).
 pub const X86_64_GB_SECOND: f64 = 0.000_016_666_7;
@@ -24,118 +26,263 @@ pub const MEMORY_SIZES_MB: [u64; 16] = [
     128, 256, 512, 1024, 1536, 1769, 2048, 3008, 3538, 4096, 5307, 6144, 7076, 8192, 8845, 10240,
 ];
 
-/// Lambda's CPU allocation, as the shared crate states it.
-#[derive(Debug, Clone, Copy)]
-pub struct CpuShare {
-    /// Memory that buys one vCPU.
-    pub mb_per_vcpu: f64,
-    /// Most vCPUs a function gets.
-    pub max_vcpus: f64,
+/// vCPUs' worth of CPU time Lambda gives `mb` (one per [`MB_PER_VCPU`];
+/// Lambda's cap of 6 lies above 10,240 MB).
+pub fn lambda_vcpus(mb: u64) -> f64 {
+    mb as f64 / MB_PER_VCPU as f64
 }
 
-impl CpuShare {
-    /// vCPUs' worth of CPU time at `mb`.
-    pub fn vcpus(&self, mb: u64) -> f64 {
-        (mb as f64 / self.mb_per_vcpu).min(self.max_vcpus)
-    }
-}
-
-/// One memory size.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Row {
-    /// Lambda memory size.
-    pub mb: u64,
-    /// Workers the shared crate chooses there.
-    pub workers: usize,
-    /// Threads measured here: `min(workers, cores)`.
-    pub threads: usize,
-    /// Measured seconds for the batch on `threads` threads here.
-    pub measured_s: f64,
-    /// vCPUs' worth of CPU time Lambda gives.
-    pub vcpus: f64,
-    /// Modelled seconds on Lambda.
-    pub modelled_s: f64,
-    /// Dollars per million invocations, x86_64.
-    pub x86_64_cost: f64,
-    /// Dollars per million invocations, arm64 (at the same duration).
-    pub arm64_cost: f64,
-}
-
-/// Dollars per million invocations of `seconds` at `mb` (duration billed in
+/// Dollars per million invocations of `ms` at `mb` (duration billed in
 /// whole milliseconds, rounded up), plus the request charge.
-pub fn cost_per_million(seconds: f64, mb: u64, gb_second: f64) -> f64 {
-    let billed_s = (seconds * 1e3).ceil() / 1e3;
+pub fn cost_per_million(ms: f64, mb: u64, gb_second: f64) -> f64 {
+    let billed_s = ms.ceil() / 1e3;
     1e6 * billed_s * (mb as f64 / 1024.0) * gb_second + PER_MILLION_REQUESTS
 }
 
-/// The table, from the workers chosen per size and the batch time measured
-/// per thread count (`measured[t - 1]` = seconds on `t` threads).
-pub fn rows(
-    share: CpuShare,
-    workers: &[(u64, usize)],
-    measured: &[f64],
-) -> Result<Vec<Row>, String> {
-    workers
-        .iter()
-        .map(|&(mb, workers)| {
-            let threads = workers.min(measured.len());
-            let measured_s = *measured
-                .get(threads.wrapping_sub(1))
-                .ok_or_else(|| format!("no measurement for {threads} thread(s)"))?;
-            let vcpus = share.vcpus(mb);
-            if vcpus.is_nan() || vcpus <= 0.0 {
-                return Err(format!("no CPU share at {mb} MB"));
+/// What one memory size gave under its quota and limit.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    Measured(Measured),
+    /// The function failed at this size (e.g. `Runtime.OutOfMemory`): the
+    /// error type and a short reason.
+    Failed(String),
+}
+
+/// A size the function answered at.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Measured {
+    /// The steady invocations' durations as the emulator reported them, ms.
+    pub all_ms: Vec<f64>,
+    /// The CPU share the function detected (`cpu_share` of its init line).
+    pub detected_vcpus: f64,
+    /// The workers it chose.
+    pub workers: u64,
+}
+
+/// One memory size as measured here.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Point {
+    pub mb: u64,
+    /// Whether this machine's cores, not the size, set the quota.
+    pub capped: bool,
+    pub outcome: Outcome,
+}
+
+/// Where a row's Lambda duration comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    /// Measured under this size's own CPU share.
+    Measured,
+    /// Extrapolated by the [`Model`]: the share exceeds this machine's cores.
+    Modelled,
+}
+
+/// One memory size in the report.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Row {
+    pub point: Point,
+    /// vCPUs Lambda gives the size.
+    pub lambda_vcpus: f64,
+    /// Median of the steady durations measured here, ms.
+    pub measured_ms: Option<f64>,
+    /// The duration on Lambda, ms, and where it comes from (`None`: failed,
+    /// or capped with no model).
+    pub lambda_ms: Option<(f64, Source)>,
+    /// Dollars per million invocations at `lambda_ms`, x86_64 and arm64 (at
+    /// the same duration).
+    pub cost: Option<(f64, f64)>,
+}
+
+/// `duration = fixed_ms + cpu_ms / vCPUs`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Model {
+    pub fixed_ms: f64,
+    pub cpu_ms: f64,
+}
+
+impl Model {
+    /// Least squares over `(vCPUs, ms)`; both terms kept non-negative. `None`
+    /// with fewer than two distinct shares.
+    pub fn fit(points: &[(f64, f64)]) -> Option<Self> {
+        let xs: Vec<(f64, f64)> = points
+            .iter()
+            .filter(|(v, ms)| *v > 0.0 && v.is_finite() && ms.is_finite())
+            .map(|&(v, ms)| (1.0 / v, ms))
+            .collect();
+        if xs.len() < 2 {
+            return None;
+        }
+        let n = xs.len() as f64;
+        let mean_x = xs.iter().map(|p| p.0).sum::<f64>() / n;
+        let mean_y = xs.iter().map(|p| p.1).sum::<f64>() / n;
+        let sxx: f64 = xs.iter().map(|p| (p.0 - mean_x).powi(2)).sum();
+        if sxx <= f64::EPSILON {
+            return None;
+        }
+        let sxy: f64 = xs.iter().map(|p| (p.0 - mean_x) * (p.1 - mean_y)).sum();
+        let slope = sxy / sxx;
+        let model = if slope < 0.0 {
+            // More CPU did not help: a flat line.
+            Self {
+                fixed_ms: mean_y,
+                cpu_ms: 0.0,
             }
-            let modelled_s = measured_s * threads as f64 / vcpus;
-            Ok(Row {
-                mb,
-                workers,
-                threads,
-                measured_s,
-                vcpus,
-                modelled_s,
-                x86_64_cost: cost_per_million(modelled_s, mb, X86_64_GB_SECOND),
-                arm64_cost: cost_per_million(modelled_s, mb, ARM64_GB_SECOND),
-            })
+        } else if mean_y - slope * mean_x < 0.0 {
+            // Nothing fixed: through the origin.
+            let sx2: f64 = xs.iter().map(|p| p.0 * p.0).sum();
+            let sxy0: f64 = xs.iter().map(|p| p.0 * p.1).sum();
+            Self {
+                fixed_ms: 0.0,
+                cpu_ms: sxy0 / sx2,
+            }
+        } else {
+            Self {
+                fixed_ms: mean_y - slope * mean_x,
+                cpu_ms: slope,
+            }
+        };
+        Some(model)
+    }
+
+    /// Modelled duration at `vcpus`, ms.
+    pub fn ms(&self, vcpus: f64) -> f64 {
+        self.fixed_ms + self.cpu_ms / vcpus
+    }
+}
+
+/// The report's rows for `points` (measured in size order), and the model
+/// fitted for the capped sizes (`None` if nothing is capped or too little was
+/// measured to fit).
+pub fn rows(points: &[Point]) -> (Vec<Row>, Option<Model>) {
+    let median_of = |p: &Point| match &p.outcome {
+        Outcome::Measured(m) => Some(super::median(m.all_ms.clone())),
+        Outcome::Failed(_) => None,
+    };
+    let fitted: Vec<(f64, f64)> = points
+        .iter()
+        .filter(|p| !p.capped && p.mb % MB_PER_VCPU == 0)
+        .filter_map(|p| Some((lambda_vcpus(p.mb), median_of(p)?)))
+        .collect();
+    let model = points
+        .iter()
+        .any(|p| p.capped)
+        .then(|| Model::fit(&fitted))
+        .flatten();
+    let rows = points
+        .iter()
+        .map(|point| {
+            let vcpus = lambda_vcpus(point.mb);
+            let measured_ms = median_of(point);
+            let lambda_ms = match (measured_ms, point.capped, model) {
+                (None, ..) => None,
+                (Some(ms), false, _) => Some((ms, Source::Measured)),
+                (Some(_), true, Some(model)) => Some((model.ms(vcpus), Source::Modelled)),
+                (Some(_), true, None) => None,
+            };
+            let cost = lambda_ms.map(|(ms, _)| {
+                (
+                    cost_per_million(ms, point.mb, X86_64_GB_SECOND),
+                    cost_per_million(ms, point.mb, ARM64_GB_SECOND),
+                )
+            });
+            Row {
+                point: point.clone(),
+                lambda_vcpus: vcpus,
+                measured_ms,
+                lambda_ms,
+                cost,
+            }
         })
-        .collect()
+        .collect();
+    (rows, model)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    const SHARE: CpuShare = CpuShare {
-        mb_per_vcpu: 1769.0,
-        max_vcpus: 6.0,
-    };
+    fn point(mb: u64, capped: bool, ms: f64) -> Point {
+        Point {
+            mb,
+            capped,
+            outcome: Outcome::Measured(Measured {
+                all_ms: vec![ms * 1.1, ms, ms * 0.9],
+                detected_vcpus: lambda_vcpus(mb).min(2.0),
+                workers: 1,
+            }),
+        }
+    }
 
     #[test]
     fn cost_bills_whole_milliseconds_and_requests() {
         // 1 s at 1024 MB = 1 GB-s; a million of them plus the requests.
-        let cost = cost_per_million(1.0, 1024, X86_64_GB_SECOND);
+        let cost = cost_per_million(1_000.0, 1024, X86_64_GB_SECOND);
         assert!((cost - (16.6667 + 0.20)).abs() < 1e-6, "{cost}");
         // 1.2 ms is billed as 2 ms.
-        let rounded = cost_per_million(0.0012, 1024, X86_64_GB_SECOND);
+        let rounded = cost_per_million(1.2, 1024, X86_64_GB_SECOND);
         assert!((rounded - (1e6 * 0.002 * X86_64_GB_SECOND + 0.20)).abs() < 1e-9);
     }
 
     #[test]
-    fn below_one_vcpu_the_batch_takes_longer_and_threads_are_capped_by_cores() {
-        // Two cores here: 1 thread 4 s, 2 threads 2.2 s.
-        let rows = rows(SHARE, &[(884, 1), (3538, 2), (10240, 6)], &[4.0, 2.2]).expect("rows");
-        assert_eq!(rows[0].threads, 1);
-        assert!((rows[0].modelled_s - 4.0 * 1769.0 / 884.0).abs() < 1e-9);
-        assert_eq!(rows[1].threads, 2);
-        assert!((rows[1].modelled_s - 2.2).abs() < 1e-9);
-        // 6 workers, 2 measured: 4.4 CPU-seconds over 5.79 vCPUs.
-        assert_eq!(rows[2].threads, 2);
-        assert!((rows[2].modelled_s - 4.4 / (10240.0 / 1769.0)).abs() < 1e-9);
-        assert!(rows[2].arm64_cost < rows[2].x86_64_cost);
+    fn the_model_is_used_only_where_the_quota_is_capped() {
+        // 2 cores: CPU-bound work of 2,000 ms on one vCPU, plus 100 ms of waiting.
+        let work = |mb: u64| 100.0 + 2_000.0 / lambda_vcpus(mb).min(2.0);
+        // 2,048 MB off the curve: a fractional share (here, one worker on
+        // 1.16 vCPUs) is reported, not fitted.
+        let points: Vec<Point> = [512, 1769, 2048, 3538, 7076]
+            .into_iter()
+            .map(|mb| {
+                point(
+                    mb,
+                    mb > 3538,
+                    work(mb) + if mb == 2048 { 500.0 } else { 0.0 },
+                )
+            })
+            .collect();
+        let (rows, model) = rows(&points);
+        let model = model.expect("fitted");
+        assert!((model.fixed_ms - 100.0).abs() < 1e-6, "{model:?}");
+        assert!((model.cpu_ms - 2_000.0).abs() < 1e-6, "{model:?}");
+        for row in &rows[..4] {
+            let (ms, source) = row.lambda_ms.expect("measured");
+            assert_eq!(source, Source::Measured, "{} MB", row.point.mb);
+            assert_eq!(Some(ms), row.measured_ms);
+        }
+        // 7,076 MB is 4 vCPUs on Lambda, measured at 2 here.
+        let capped = &rows[4];
+        assert_eq!(capped.measured_ms, Some(work(7076)));
+        let (ms, source) = capped.lambda_ms.expect("modelled");
+        assert_eq!(source, Source::Modelled);
+        assert!((ms - (100.0 + 2_000.0 / 4.0)).abs() < 1e-6, "{ms}");
+        let (x86, arm) = capped.cost.expect("cost");
+        assert!(arm < x86);
     }
 
     #[test]
-    fn no_measurement_is_an_error() {
-        assert!(rows(SHARE, &[(128, 1)], &[]).is_err());
+    fn nothing_capped_no_model_and_failures_have_no_cost() {
+        let mut points = vec![point(1769, false, 500.0), point(3538, false, 300.0)];
+        points.push(Point {
+            mb: 128,
+            capped: false,
+            outcome: Outcome::Failed("Runtime.OutOfMemory".into()),
+        });
+        let (rows, model) = rows(&points);
+        assert_eq!(model, None);
+        assert_eq!((rows[2].lambda_ms, rows[2].cost), (None, None));
+    }
+
+    #[test]
+    fn the_fit_stays_physical_on_noisy_data() {
+        // More vCPUs measured slower (noise): flat, never negative CPU.
+        let flat = Model::fit(&[(1.0, 20.0), (2.0, 22.0)]).expect("fit");
+        assert_eq!(flat.cpu_ms, 0.0);
+        assert!((flat.fixed_ms - 21.0).abs() < 1e-9);
+        // Better than linear speed-up: no negative fixed part.
+        let origin = Model::fit(&[(1.0, 1_000.0), (2.0, 400.0)]).expect("fit");
+        assert_eq!(origin.fixed_ms, 0.0);
+        assert!(origin.cpu_ms > 0.0);
+        assert_eq!(Model::fit(&[(1.0, 5.0)]), None);
+        assert_eq!(Model::fit(&[(2.0, 5.0), (2.0, 6.0)]), None);
+        assert_eq!(Model::fit(&[]), None);
     }
 }

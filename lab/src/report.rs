@@ -1,9 +1,12 @@
 //! `BENCHMARKS.md` and its plots, written from one lab run's measurements.
 
+mod power;
+
+pub use power::{Tuning, rewritable as power_rewritable, rewrite as rewrite_power};
+
 use super::cold_start::BUILD_DIRS;
 use super::memory::{GROWTH_BOUND_MIB, Pattern, Run};
 use super::plot::{self, Chart, Kind, Series};
-use super::power::{self, PER_MILLION_REQUESTS};
 use super::prewarm::{self, Outcome};
 use super::{Results, Scale};
 use std::fmt::Write as _;
@@ -54,7 +57,7 @@ pub fn write(dir: &Path, results: &Results) -> Result<(), String> {
     bcrypt_section(&mut md, dir, results)?;
     prewarm_section(&mut md, results);
     cold_start_section(&mut md, results);
-    power_section(&mut md, dir, results)?;
+    md.push_str(&power::section(dir, &results.power, &results.machine)?);
     let path = dir.join("BENCHMARKS.md");
     std::fs::write(&path, md).map_err(|e| format!("{}: {e}", path.display()))
 }
@@ -68,7 +71,7 @@ fn shipped(runs: &[Run]) -> Option<&Run> {
 fn summary(md: &mut String, results: &Results) {
     let _ = writeln!(md, "## What to pick\n");
     allocator_summary(md, results);
-    hasher_summary(md, results);
+    md.push_str(&power::summary(&results.power));
     prewarm_summary(md, results);
     let _ = writeln!(md);
 }
@@ -124,45 +127,6 @@ fn allocator_summary(md: &mut String, results: &Results) {
         leanest.setup.label,
         last_rss(leanest),
         100.0 * leanest.records_per_s / ours.records_per_s.max(f64::MIN_POSITIVE)
-    );
-}
-
-/// Memory size for the hasher: cost is nearly flat, duration is not.
-fn hasher_summary(md: &mut String, results: &Results) {
-    let rows = &results.bcrypt.power;
-    let (Some(cheapest), Some(fastest)) = (
-        rows.iter()
-            .min_by(|a, b| a.x86_64_cost.total_cmp(&b.x86_64_cost)),
-        rows.iter()
-            .min_by(|a, b| a.modelled_s.total_cmp(&b.modelled_s)),
-    ) else {
-        return;
-    };
-    let near: Vec<u64> = rows
-        .iter()
-        .filter(|r| r.x86_64_cost <= cheapest.x86_64_cost * 1.01)
-        .map(|r| r.mb)
-        .collect();
-    let shipped = rows.iter().find(|r| r.mb == results.hasher_memory_mb);
-    let _ = writeln!(
-        md,
-        "- **Hasher memory size**: {} MB cost within 1% of the cheapest (${:.2} per million x86_64, \
-         ${:.2} arm64); {} MB is {:.1}x faster ({:.2} s against {:.2} s) for {:.0}% more.{}",
-        near.iter()
-            .map(u64::to_string)
-            .collect::<Vec<_>>()
-            .join(", "),
-        cheapest.x86_64_cost,
-        cheapest.arm64_cost,
-        fastest.mb,
-        cheapest.modelled_s / fastest.modelled_s.max(f64::MIN_POSITIVE),
-        fastest.modelled_s,
-        cheapest.modelled_s,
-        100.0 * (fastest.x86_64_cost / cheapest.x86_64_cost.max(f64::MIN_POSITIVE) - 1.0),
-        shipped.map_or(String::new(), |r| format!(
-            " The template's {} MB: {} workers, {:.2} s, ${:.2}.",
-            r.mb, r.workers, r.modelled_s, r.x86_64_cost
-        ))
     );
 }
 
@@ -236,6 +200,7 @@ fn memory_section(
             x_label: "invocation",
             y_label: "RSS (MiB)",
             kind: Kind::Lines,
+            log_x: false,
             series: &series,
         },
     )?;
@@ -282,6 +247,7 @@ fn bcrypt_section(md: &mut String, dir: &Path, results: &Results) -> Result<(), 
             x_label: "threads",
             y_label: "speedup",
             kind: Kind::Lines,
+            log_x: false,
             series: &[
                 Series {
                     name: "measured".into(),
@@ -404,68 +370,4 @@ fn cold_start_section(md: &mut String, results: &Results) {
             "their cold start is not measured here (no arm64 host)"
         }
     );
-}
-
-fn power_section(md: &mut String, dir: &Path, results: &Results) -> Result<(), String> {
-    let b = &results.bcrypt;
-    let cores = results.machine.cores;
-    let _ = writeln!(md, "## 5. Local power tuning: the password hasher\n");
-    let _ = writeln!(
-        md,
-        "The batch of section 2 ({} hashes at cost {}) for each Lambda memory size. \"Workers\" is what the \
-         shared crate chooses there (`shared::vcpus`); this machine has {cores} core(s), so the batch was \
-         measured on at most {cores} thread(s). Lambda gives CPU in proportion to memory (\"vCPUs\" below), \
-         so the modelled time on Lambda is measured seconds x threads / vCPUs (see `xtask/src/lab/power.rs`: \
-         CPU-bound work, this machine's scaling efficiency assumed beyond {cores} threads). Cost per million \
-         invocations: modelled duration billed in whole ms x GB x the published price (x86_64 ${} and arm64 \
-         ${} per GB-second) + ${PER_MILLION_REQUESTS:.2} for the requests. The arm64 column prices the same \
-         duration: Graviton's bcrypt speed is not measured here.\n",
-        b.batch,
-        b.cost,
-        power::X86_64_GB_SECOND,
-        power::ARM64_GB_SECOND
-    );
-    let _ = writeln!(
-        md,
-        "| memory MB | workers | threads measured | measured s | vCPUs | modelled s on Lambda | $ per 1M x86_64 | $ per 1M arm64 |\n|---:|---:|---:|---:|---:|---:|---:|---:|"
-    );
-    for r in &b.power {
-        let _ = writeln!(
-            md,
-            "| {} | {} | {} | {:.3} | {:.2} | {:.3} | {:.2} | {:.2} |",
-            r.mb,
-            r.workers,
-            r.threads,
-            r.measured_s,
-            r.vcpus,
-            r.modelled_s,
-            r.x86_64_cost,
-            r.arm64_cost
-        );
-    }
-    let series = |name: &str, cost: fn(&power::Row) -> f64| Series {
-        name: name.to_owned(),
-        points: b
-            .power
-            .iter()
-            .map(|r| (r.modelled_s * 1e3, cost(r)))
-            .collect(),
-        labels: b.power.iter().map(|r| format!("{} MB", r.mb)).collect(),
-    };
-    let file = format!("{PLOTS}/power-cost.svg");
-    plot::write_svg(
-        &dir.join(&file),
-        &Chart {
-            title: "Password hasher: cost per million invocations against duration",
-            x_label: "modelled duration on Lambda (ms)",
-            y_label: "$ per million invocations",
-            kind: Kind::Points,
-            series: &[
-                series("x86_64", |r| r.x86_64_cost),
-                series("arm64", |r| r.arm64_cost),
-            ],
-        },
-    )?;
-    let _ = writeln!(md, "\n![cost against duration]({file})");
-    Ok(())
 }

@@ -1,15 +1,12 @@
 //! Performance-lab probe: bcrypt per-hash time against `crypt(3)` and a fixed
 //! batch on pools of 1..=N threads, printing one JSON line.
 //!
-//! `lab_bcrypt COST ROUNDS BATCH MAX_THREADS [MB...]` (run by `cargo xtask lab`)
+//! `lab_bcrypt COST ROUNDS BATCH MAX_THREADS` (run by `cargo xtask lab`)
 //! - ROUNDS alternating rounds of 4 hashes, this function's code on one thread
 //!   and `crypt(3)`, side by side (ratios hold where absolute times drift);
-//! - BATCH hashes on pools of 1..=MAX_THREADS threads, best of two each;
-//! - for each Lambda memory size MB, the worker count the shared crate chooses
-//!   there (no cgroup limit, as many cores as Lambda's largest size has).
+//! - BATCH hashes on pools of 1..=MAX_THREADS threads, best of two each.
 
 use lab_probes::yardstick::{batch_seconds, passwords, side_by_side};
-use shared::vcpus;
 
 const PER_ROUND: usize = 4;
 
@@ -22,8 +19,8 @@ fn main() -> Result<(), String> {
                 .map_err(|_| format!("not a whole number: {a:?}"))
         })
         .collect::<Result<Vec<_>, _>>()?;
-    let [cost, rounds, batch, max_threads, sizes @ ..] = numbers.as_slice() else {
-        return Err("usage: lab_bcrypt COST ROUNDS BATCH MAX_THREADS [MB...]".into());
+    let [cost, rounds, batch, max_threads] = numbers.as_slice() else {
+        return Err("usage: lab_bcrypt COST ROUNDS BATCH MAX_THREADS".into());
     };
     let cost = u32::try_from(*cost).map_err(|e| e.to_string())?;
     let pairs: Vec<_> = side_by_side(cost, *rounds, PER_ROUND)?
@@ -37,20 +34,6 @@ fn main() -> Result<(), String> {
                 .map(|s| serde_json::json!([threads, s]))
         })
         .collect::<Result<Vec<_>, _>>()?;
-    let workers = sizes
-        .iter()
-        .map(|mb| {
-            let inputs = vcpus::Inputs {
-                worker_count: None,
-                memory_mb: Some(mb.to_string()),
-                cgroup: vcpus::Cgroup::Absent,
-                available: vcpus::MAX_LAMBDA_VCPUS,
-            };
-            vcpus::detect(&inputs)
-                .map(|v| serde_json::json!([mb, v.workers]))
-                .map_err(|e| e.to_string())
-        })
-        .collect::<Result<Vec<_>, _>>()?;
     println!(
         "{}",
         serde_json::json!({
@@ -59,9 +42,6 @@ fn main() -> Result<(), String> {
             "batch": batch,
             "per_hash_ms": pairs,
             "batch_seconds": scaling,
-            "workers_by_memory_mb": workers,
-            "mb_per_vcpu": vcpus::MB_PER_VCPU,
-            "max_vcpus": vcpus::MAX_LAMBDA_VCPUS,
         })
     );
     Ok(())
