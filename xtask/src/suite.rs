@@ -102,6 +102,18 @@ pub fn run_all() -> Result<(), String> {
         ));
     }
     steps.push((
+        "password hasher with the bcrypt crate (feature bcrypt-crate)",
+        Box::new(|| {
+            run(cargo().args([
+                "test",
+                "--package",
+                "password-hasher",
+                "--features",
+                "bcrypt-crate",
+            ]))
+        }),
+    ));
+    steps.push((
         "two allocators or none: compile errors",
         Box::new(|| {
             expect_failure(

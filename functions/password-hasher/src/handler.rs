@@ -318,9 +318,10 @@ mod tests {
 
     #[tokio::test]
     async fn a_batch_that_fits_whole_vcpus_but_not_the_real_share_is_refused() {
-        // 200 hashes of 16 ms each on a whole vCPU (as timed): 1.6 s on two
-        // whole vCPUs, about 3.1 s on the 1.02 vCPUs of 1,800 MB (two
-        // workers too). With 3 s left, 80% is 2.4 s: only the first fits.
+        // 200 hashes of 16 ms each on a whole vCPU (as timed, no gain from
+        // lanes): 1.6 s on two whole vCPUs, about 3.2 s on the 1.02 vCPUs of
+        // 1,800 MB (two workers too; 34 groups of up to 6, the last ones not
+        // full). With 3 s left, 80% is 2.4 s: only the first fits.
         let timed = Estimator::from_sample(Duration::from_millis(16), 4);
         let request =
             || valid(json!({"operation": "hash", "cost": 4, "passwords": vec!["pw"; 200]}));
@@ -337,7 +338,7 @@ mod tests {
         assert_eq!(refusal.error_type(), "DeadlineTooShort");
         assert!(
             refusal.to_string().starts_with(
-                "200 hash(es) at cost 4 on 2 worker(s) sharing 1.02 vCPU(s) need about 3.1 s"
+                "200 hash(es) at cost 4 on 2 worker(s) sharing 1.02 vCPU(s) need about 3.2 s"
             ),
             "{refusal}"
         );

@@ -4,25 +4,36 @@
 //! cold-start calibration) runs on the Rayon global pool that `shared` sized
 //! to the function's vCPUs. The handler hands a whole batch over with
 //! [`on_pool`] and awaits the answer through a oneshot channel, so no tokio
-//! thread ever runs bcrypt. Inside the pool, [`map_batch`] spreads a batch
-//! over the threads.
+//! thread ever runs bcrypt. Inside the pool, [`map_batch`] splits a batch
+//! into groups of up to [`LANES`] hashes, enough groups for every thread;
+//! each group is hashed in lockstep on one thread ([`crate::eksblowfish`]).
+//!
+//! Which EksBlowfish computes the hashes: this crate's ([`crate::eksblowfish`],
+//! the default), or the `bcrypt` crate's with the `bcrypt-crate` feature. The
+//! rest (salts, hash strings, the constant-time comparison) is the same.
 
+use crate::eksblowfish::{CostOutOfRange, Input, LANES};
+use crate::hash_text::{self, HASH_BYTES};
 use crate::request::{Pair, PasswordProblem};
 use crate::secret::Secret;
 use rayon::prelude::*;
 use shared::vcpus::Vcpus;
 use std::time::{Duration, Instant};
+use subtle::ConstantTimeEq;
 
-/// Why hashing failed: a bug or a broken pool, never the caller's input (the
-/// request was validated before it reached the pool).
+/// Why hashing failed: a bug, a broken pool or no randomness, never the
+/// caller's input (the request was validated before it reached the pool).
 #[derive(Debug, thiserror::Error)]
 pub enum HashingError {
     /// The job panicked on the pool, or was dropped unrun.
     #[error(transparent)]
     Pool(#[from] shared::pool::JobError),
-    /// bcrypt refused a cost or a password it was given.
-    #[error("bcrypt: {0}")]
-    Bcrypt(#[from] bcrypt::BcryptError),
+    /// A cost bcrypt does not define reached the hashing.
+    #[error(transparent)]
+    Cost(#[from] CostOutOfRange),
+    /// The system's random source gave no salt.
+    #[error("no random salt: {0}")]
+    Random(#[from] getrandom::Error),
 }
 
 /// Run `work` on the Rayon global pool and await its result through a oneshot
@@ -33,24 +44,77 @@ pub async fn on_pool<T: Send + 'static>(
     Ok(shared::pool::run("hashing", work).await?)
 }
 
-/// Apply `f` to every item, in parallel on the current Rayon pool when there
-/// is more than one (a single item pays no parallel overhead).
-pub fn map_batch<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync + Send) -> Vec<R> {
-    if items.len() == 1 {
-        items.iter().map(f).collect()
+/// The size of the groups [`map_batch`] splits `items` into on `threads`
+/// threads: at most [`LANES`], and a number of groups that is a multiple of
+/// the threads (when there are enough items), so they end together.
+fn group_size(items: usize, threads: usize) -> usize {
+    let threads = threads.max(1);
+    let groups = items.div_ceil(LANES).div_ceil(threads) * threads;
+    items.div_ceil(groups.clamp(1, items.max(1)))
+}
+
+/// Apply `f` to groups of `items` (see [`group_size`]) in parallel on the
+/// current Rayon pool, and concatenate what it returns, in order. A single
+/// group pays no parallel overhead.
+pub fn map_batch<T: Sync, R: Send>(
+    items: &[T],
+    f: impl Fn(&[T]) -> Vec<R> + Sync + Send,
+) -> Vec<R> {
+    let size = group_size(items.len(), rayon::current_num_threads());
+    if items.len() <= size {
+        f(items)
     } else {
-        // One item per task: each is milliseconds of work, so splitting finely
-        // balances the threads at no measurable cost.
-        items.par_iter().with_max_len(1).map(f).collect()
+        // One group per task: each is milliseconds of work.
+        let groups: Vec<Vec<R>> = items.par_chunks(size).with_max_len(1).map(f).collect();
+        groups.into_iter().flatten().collect()
     }
 }
 
-/// Hash every password at `cost` (`$2b$` hashes), on the current Rayon pool.
+/// The 24 bytes bcrypt computes for each input at `cost`, in lockstep.
+#[cfg(not(feature = "bcrypt-crate"))]
+fn eks_blowfish(inputs: &[Input<'_>], cost: u32) -> Result<Vec<[u8; 24]>, CostOutOfRange> {
+    crate::eksblowfish::hash_many(inputs, cost)
+}
+
+/// The 24 bytes bcrypt computes for each input at `cost`, one after another
+/// by the `bcrypt` crate.
+#[cfg(feature = "bcrypt-crate")]
+fn eks_blowfish(inputs: &[Input<'_>], cost: u32) -> Result<Vec<[u8; 24]>, CostOutOfRange> {
+    use crate::eksblowfish::{COSTS, MAX_PASSWORD_BYTES};
+    if !COSTS.contains(&cost) {
+        return Err(CostOutOfRange(cost));
+    }
+    let hash = |input: &Input<'_>| {
+        let mut key = zeroize::Zeroizing::new([0u8; MAX_PASSWORD_BYTES]);
+        let used = input.password.len().min(MAX_PASSWORD_BYTES);
+        key[..used].copy_from_slice(&input.password[..used]);
+        bcrypt::bcrypt(cost, input.salt, &key[..(used + 1).min(MAX_PASSWORD_BYTES)])
+    };
+    Ok(inputs.iter().map(hash).collect())
+}
+
+/// Hash every password at `cost` (`$2b$` hashes, random salts), on the
+/// current Rayon pool.
 pub fn hash_all(passwords: &[Secret], cost: u32) -> Result<Vec<String>, HashingError> {
-    map_batch(passwords, |p| {
-        bcrypt::hash_with_result(p.expose(), cost)
-            .map(|parts| parts.format_for_version(bcrypt::Version::TwoB))
-            .map_err(HashingError::from)
+    let mut salts = vec![[0u8; 16]; passwords.len()];
+    getrandom::fill(salts.as_flattened_mut())?;
+    let items: Vec<(&Secret, [u8; 16])> = passwords.iter().zip(salts).collect();
+    map_batch(&items, |group| {
+        let inputs: Vec<Input<'_>> = group
+            .iter()
+            .map(|(password, salt)| Input {
+                password: password.expose(),
+                salt: *salt,
+            })
+            .collect();
+        match eks_blowfish(&inputs, cost) {
+            Ok(hashes) => hashes
+                .iter()
+                .zip(group)
+                .map(|(hash, (_, salt))| Ok(hash_text::format(cost, salt, hash)))
+                .collect(),
+            Err(e) => vec![Err(HashingError::from(e))],
+        }
     })
     .into_iter()
     .collect()
@@ -59,13 +123,13 @@ pub fn hash_all(passwords: &[Secret], cost: u32) -> Result<Vec<String>, HashingE
 /// Why one pair of a verify batch has no verdict.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum VerifyError {
-    /// Not a bcrypt hash (`$2a$`, `$2b$`, `$2x$` or `$2y$`, two cost digits,
-    /// 53 characters of salt and hash).
+    /// Not a bcrypt hash (`$2a$`, `$2b$`, `$2x$` or `$2y$`, two cost digits
+    /// of at least 4, 53 characters of salt and hash).
     Malformed,
     /// A `$2x$` hash: crypt_blowfish's mode that reproduces its old
-    /// sign-extension bug for bytes above 127. The `bcrypt` crate would check
-    /// it with the corrected algorithm and answer `false` for a right
-    /// non-ASCII password, so it is refused instead.
+    /// sign-extension bug for bytes above 127. It would be checked with the
+    /// corrected algorithm and answer `false` for a right non-ASCII
+    /// password, so it is refused instead.
     TwoX,
     /// Its cost is above what this function accepts.
     CostTooHigh(u32),
@@ -88,53 +152,78 @@ impl std::fmt::Display for VerifyError {
     }
 }
 
-/// The version letter and cost of a string in bcrypt's shape.
-fn bcrypt_shape(hash: &str) -> Option<(u8, u32)> {
-    let rest = hash.strip_prefix("$2")?.as_bytes();
-    let (&version, rest) = rest.split_first()?;
-    let rest = rest.strip_prefix(b"$")?;
-    let (cost, tail) = rest.split_at_checked(2)?;
-    let cost = cost.iter().try_fold(0, |n, d| {
-        d.is_ascii_digit().then(|| n * 10 + u32::from(d - b'0'))
-    })?;
-    let tail = tail.strip_prefix(b"$")?;
-    let shape_ok = matches!(version, b'a' | b'b' | b'x' | b'y')
-        && tail.len() == 53
-        && tail
-            .iter()
-            .all(|b| b.is_ascii_alphanumeric() || *b == b'.' || *b == b'/');
-    shape_ok.then_some((version, cost))
+/// What checking one pair takes: the password and its hash taken apart.
+struct Check<'a> {
+    password: &'a Secret,
+    hash: hash_text::Parsed,
 }
 
-/// The password and the cost bcrypt will check `pair` with, or why the pair
-/// gets no verdict (decided without hashing).
-fn to_check(pair: &Pair, max_cost: u32) -> Result<(&Secret, u32), VerifyError> {
+/// The password and the parsed hash bcrypt will check `pair` with, or why
+/// the pair gets no verdict (decided without hashing).
+fn to_check(pair: &Pair, max_cost: u32) -> Result<Check<'_>, VerifyError> {
     let password = pair
         .password
         .as_ref()
         .map_err(|problem| VerifyError::Password(*problem))?;
-    match bcrypt_shape(&pair.hash) {
+    match hash_text::parse(&pair.hash) {
         None => Err(VerifyError::Malformed),
-        Some((b'x', _)) => Err(VerifyError::TwoX),
-        Some((_, cost)) if cost > max_cost => Err(VerifyError::CostTooHigh(cost)),
-        Some((_, cost)) => Ok((password, cost)),
+        Some(hash) if hash.version == b'x' => Err(VerifyError::TwoX),
+        Some(hash) if hash.cost > max_cost => Err(VerifyError::CostTooHigh(hash.cost)),
+        Some(hash) if hash.cost < *crate::eksblowfish::COSTS.start() => Err(VerifyError::Malformed),
+        Some(hash) => Ok(Check { password, hash }),
     }
 }
 
 /// The cost bcrypt will run at to check `pair`, or why the pair gets no
 /// verdict (decided without hashing).
 pub fn verify_cost(pair: &Pair, max_cost: u32) -> Result<u32, VerifyError> {
-    to_check(pair, max_cost).map(|(_, cost)| cost)
+    to_check(pair, max_cost).map(|check| check.hash.cost)
 }
 
-/// Check each password against its hash (bcrypt's constant-time comparison),
-/// on the current Rayon pool.
+/// Check each password against its hash (a constant-time comparison), on
+/// the current Rayon pool. Pairs of one cost are hashed in lockstep groups.
 pub fn verify_all(items: &[Pair], max_cost: u32) -> Vec<Result<bool, VerifyError>> {
-    map_batch(items, |pair| {
-        let (password, _) = to_check(pair, max_cost)?;
-        // bcrypt also refuses a cost below 4, which the shape lets through.
-        bcrypt::verify(password.expose(), &pair.hash).map_err(|_| VerifyError::Malformed)
-    })
+    let mut verdicts: Vec<Result<bool, VerifyError>> = Vec::with_capacity(items.len());
+    let mut checks: Vec<(usize, Check<'_>)> = Vec::new();
+    for (at, pair) in items.iter().enumerate() {
+        match to_check(pair, max_cost) {
+            Ok(check) => {
+                checks.push((at, check));
+                // Replaced by the verdict once hashed.
+                verdicts.push(Err(VerifyError::Malformed));
+            }
+            Err(e) => verdicts.push(Err(e)),
+        }
+    }
+    // Runs of one cost, each split into groups for the pool.
+    checks.sort_by_key(|(_, check)| check.hash.cost);
+    for run in checks.chunk_by(|(_, a), (_, b)| a.hash.cost == b.hash.cost) {
+        let matches = map_batch(run, |group| {
+            let inputs: Vec<Input<'_>> = group
+                .iter()
+                .map(|(_, check)| Input {
+                    password: check.password.expose(),
+                    salt: check.hash.salt,
+                })
+                .collect();
+            let cost = group.first().map_or(0, |(_, check)| check.hash.cost);
+            // Every cost here is in range: to_check refused the others.
+            let hashes = eks_blowfish(&inputs, cost).unwrap_or_default();
+            group
+                .iter()
+                .zip(hashes)
+                .map(|((at, check), hash)| {
+                    let computed: &[u8; HASH_BYTES] =
+                        hash.first_chunk().unwrap_or(&[0; HASH_BYTES]);
+                    (*at, bool::from(computed.ct_eq(&check.hash.hash)))
+                })
+                .collect()
+        });
+        for (at, matched) in matches {
+            verdicts[at] = Ok(matched);
+        }
+    }
+    verdicts
 }
 
 /// The cost the calibration hashes at: cheap (about a millisecond per hash
@@ -143,52 +232,91 @@ const CALIBRATION_COST: u32 = 4;
 /// Calibration hashes timed; the fastest counts.
 const CALIBRATION_RUNS: usize = 3;
 
-/// Predicts how long a batch takes: the time of one hash on a whole vCPU,
-/// measured at cold start, scaled by cost and divided by the parallelism the
-/// function really has ([`parallelism`]).
+/// Predicts how long a batch takes: the time of one hash alone and of a full
+/// group of [`LANES`] hashes in lockstep on a whole vCPU, measured at cold
+/// start, scaled by cost, for the groups [`map_batch`] makes, divided by the
+/// parallelism the function really has ([`parallelism`]).
 #[derive(Debug, Clone, Copy)]
 pub struct Estimator {
-    /// Seconds per unit of work on a whole vCPU (one hash at cost c is 2^c units).
-    seconds_per_unit: f64,
+    /// Seconds per unit of work for one hash alone on a whole vCPU (one hash
+    /// at cost c is 2^c units).
+    single_per_unit: f64,
+    /// The same for a group of [`LANES`] hashes in lockstep.
+    group_per_unit: f64,
 }
 
 impl Estimator {
-    /// Time [`CALIBRATION_RUNS`] hashes at cost [`CALIBRATION_COST`] on a
-    /// thread of the pool, where batches run (see [`Estimator::calibrate_with`]).
+    /// Time [`CALIBRATION_RUNS`] single hashes and as many full groups at cost
+    /// [`CALIBRATION_COST`] on a thread of the pool, where batches run (see
+    /// [`Estimator::calibrate_with`]).
     pub async fn calibrate() -> Result<Self, HashingError> {
-        on_pool(|| Self::calibrate_with(time_one_hash)).await?
+        on_pool(|| Self::calibrate_with(time_hashes)).await?
     }
 
-    /// Calibrate from [`CALIBRATION_RUNS`] calls of `time_one`, each the time
-    /// of one hash at [`CALIBRATION_COST`], keeping the fastest: a slower run
-    /// also measured something else (cold caches, a page fault, or waiting for
-    /// CPU time when the function's share is a fraction of a vCPU, which
+    /// Calibrate from [`CALIBRATION_RUNS`] calls of `time(1)` and of
+    /// `time(LANES)`, each the time of that many hashes in lockstep at
+    /// [`CALIBRATION_COST`], keeping the fastest of each: a slower run also
+    /// measured something else (cold caches, a page fault, or waiting for CPU
+    /// time when the function's share is a fraction of a vCPU, which
     /// [`Estimator::estimate`] accounts for separately).
     pub fn calibrate_with(
-        mut time_one: impl FnMut() -> Result<Duration, HashingError>,
+        mut time: impl FnMut(usize) -> Result<Duration, HashingError>,
     ) -> Result<Self, HashingError> {
-        let mut fastest = Duration::MAX;
-        for _ in 0..CALIBRATION_RUNS {
-            fastest = fastest.min(time_one()?);
-        }
-        Ok(Self::from_sample(fastest, CALIBRATION_COST))
+        let mut fastest = |lanes: usize| -> Result<Duration, HashingError> {
+            let mut fastest = Duration::MAX;
+            for _ in 0..CALIBRATION_RUNS {
+                fastest = fastest.min(time(lanes)?);
+            }
+            Ok(fastest)
+        };
+        let single = fastest(1)?;
+        let group = fastest(LANES)?;
+        Ok(Self::from_samples(single, group, CALIBRATION_COST))
     }
 
-    /// An estimator from one hash at `cost` that took `took` on a whole vCPU.
-    pub fn from_sample(took: Duration, cost: u32) -> Self {
+    /// An estimator from one hash alone and a group of [`LANES`] hashes at
+    /// `cost` that took `single` and `group` on a whole vCPU.
+    pub fn from_samples(single: Duration, group: Duration, cost: u32) -> Self {
+        let units = 2f64.powi(cost as i32);
         Self {
-            seconds_per_unit: took.as_secs_f64() / 2f64.powi(cost as i32),
+            single_per_unit: single.as_secs_f64() / units,
+            group_per_unit: group.as_secs_f64() / units,
         }
     }
 
-    /// Time for `hashes` hashes at `cost` on `vcpus`: the CPU time they need
-    /// over the [`parallelism`], and never less than the rounds the worker
-    /// threads take (3 hashes on 2 workers: 2 rounds).
+    /// An estimator from one hash at `cost` that took `took` on a whole
+    /// vCPU, as if lanes gained nothing (a group takes [`LANES`] times as long).
+    pub fn from_sample(took: Duration, cost: u32) -> Self {
+        Self::from_samples(took, took.saturating_mul(LANES as u32), cost)
+    }
+
+    /// Seconds for a group of `lanes` hashes at `cost` on a whole vCPU: between
+    /// one hash alone and a full group, in proportion to the lanes.
+    fn group_seconds(&self, lanes: usize, cost: u32) -> f64 {
+        let extra = if LANES > 1 {
+            (self.group_per_unit - self.single_per_unit) * (lanes.max(1) - 1) as f64
+                / (LANES - 1) as f64
+        } else {
+            0.0
+        };
+        (self.single_per_unit + extra) * 2f64.powi(cost as i32)
+    }
+
+    /// Time for `hashes` hashes at `cost` on `vcpus`, in the groups
+    /// [`map_batch`] makes for its worker threads: the CPU time they need over
+    /// the [`parallelism`], and never less than the rounds of groups the
+    /// threads take (3 groups on 2 workers: 2 rounds).
     pub fn estimate(&self, hashes: usize, cost: u32, vcpus: &Vcpus) -> Duration {
-        let per_hash = self.seconds_per_unit * 2f64.powi(cost as i32);
-        let rounds = hashes.div_ceil(vcpus.workers.max(1)) as f64;
-        let on_share = hashes as f64 / parallelism(vcpus);
-        Duration::try_from_secs_f64(rounds.max(on_share) * per_hash).unwrap_or(Duration::MAX)
+        if hashes == 0 {
+            return Duration::ZERO;
+        }
+        let workers = vcpus.workers.max(1);
+        let size = group_size(hashes, workers);
+        let groups = hashes.div_ceil(size);
+        let per_group = self.group_seconds(size, cost);
+        let rounds = groups.div_ceil(workers) as f64;
+        let on_share = groups as f64 / parallelism(vcpus);
+        Duration::try_from_secs_f64(rounds.max(on_share) * per_group).unwrap_or(Duration::MAX)
     }
 }
 
@@ -203,11 +331,16 @@ pub fn parallelism(vcpus: &Vcpus) -> f64 {
     }
 }
 
-/// The time of one hash at [`CALIBRATION_COST`] on this thread.
-fn time_one_hash() -> Result<Duration, HashingError> {
+/// The time of `lanes` hashes in lockstep at [`CALIBRATION_COST`] on this thread.
+fn time_hashes(lanes: usize) -> Result<Duration, HashingError> {
+    let inputs: Vec<Input<'_>> = (0..lanes)
+        .map(|_| Input {
+            password: b"calibration",
+            salt: [0; 16],
+        })
+        .collect();
     let start = Instant::now();
-    let hash = bcrypt::hash_with_salt(b"calibration", CALIBRATION_COST, [0u8; 16])?;
-    std::hint::black_box(hash);
+    std::hint::black_box(eks_blowfish(&inputs, CALIBRATION_COST)?);
     Ok(start.elapsed())
 }
 
@@ -347,22 +480,55 @@ mod tests {
     }
 
     #[test]
-    fn calibration_keeps_the_fastest_of_three_runs() {
-        let mut runs = [5, 2, 9].into_iter().map(Duration::from_millis);
-        let mut calls = 0;
-        let e = Estimator::calibrate_with(|| {
-            calls += 1;
-            Ok(runs.next().unwrap_or(Duration::ZERO))
+    fn calibration_keeps_the_fastest_of_three_runs_alone_and_in_a_group() {
+        let mut singles = [5, 2, 9].into_iter().map(Duration::from_millis);
+        let mut groups = [20, 12, 30].into_iter().map(Duration::from_millis);
+        let mut calls = Vec::new();
+        let e = Estimator::calibrate_with(|lanes| {
+            calls.push(lanes);
+            let next = if lanes == 1 {
+                singles.next()
+            } else {
+                groups.next()
+            };
+            Ok(next.unwrap_or(Duration::ZERO))
         })
         .expect("calibrated");
-        assert_eq!(calls, 3);
-        // 2 ms per cost-4 hash: 2 ms x 2^6 at cost 10, on one whole vCPU.
-        let at_10 = e.estimate(1, 10, &vcpus("1769", None));
-        assert_eq!(at_10, Duration::from_millis(2 * 64));
+        assert_eq!(calls, [1, 1, 1, LANES, LANES, LANES]);
+        // 2 ms per cost-4 hash alone: 2 ms x 2^6 at cost 10, on one whole vCPU.
+        let whole = vcpus("1769", None);
+        assert_eq!(e.estimate(1, 10, &whole), Duration::from_millis(2 * 64));
+        // A full group: 12 ms x 2^6.
+        assert_eq!(
+            e.estimate(LANES, 10, &whole),
+            Duration::from_millis(12 * 64)
+        );
         // A failed run fails the calibration.
-        let failed =
-            Estimator::calibrate_with(|| Err(bcrypt::BcryptError::CostNotAllowed(3).into()));
+        let failed = Estimator::calibrate_with(|_| Err(CostOutOfRange(3).into()));
         assert!(failed.is_err());
+    }
+
+    #[test]
+    fn batches_are_estimated_in_the_lockstep_groups_they_run_in() {
+        // A group of LANES hashes in twice the time of one alone.
+        let lanes = Estimator::from_samples(Duration::from_millis(4), Duration::from_millis(8), 6);
+        let alone = Estimator::from_sample(Duration::from_millis(4), 6);
+        let two = vcpus("3538", None);
+        // 24 hashes on 2 workers: groups of LANES, 24 / LANES groups over 2 threads.
+        let groups = 24_usize.div_ceil(LANES);
+        let rounds = groups.div_ceil(2) as u32;
+        assert_eq!(
+            lanes.estimate(24, 10, &two),
+            Duration::from_millis(8 * 16) * rounds
+        );
+        assert_eq!(
+            alone.estimate(24, 10, &two),
+            Duration::from_millis(4 * 16) * 12
+        );
+        // Fewer hashes than lanes: one group of that many, between alone and full.
+        let three = lanes.estimate(3, 10, &vcpus("1769", None));
+        assert!(three > Duration::from_millis(4 * 16) && three < Duration::from_millis(8 * 16));
+        assert_eq!(lanes.estimate(0, 10, &two), Duration::ZERO);
     }
 
     #[test]

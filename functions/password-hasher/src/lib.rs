@@ -2,8 +2,10 @@
 //! the function's vCPUs. `main.rs` wires these modules.
 
 pub mod config;
+pub mod eksblowfish;
 pub mod error;
 pub mod handler;
+pub mod hash_text;
 pub mod hashing;
 pub mod request;
 pub mod secret;
