@@ -25,9 +25,11 @@ pub struct Parsed {
     pub hash: [u8; HASH_BYTES],
 }
 
-/// Take `text` apart, or `None` when it is not in bcrypt's shape (`$2a$`,
-/// `$2b$`, `$2x$` or `$2y$`, two cost digits, 53 characters of salt and hash).
-pub fn parse(text: &str) -> Option<Parsed> {
+/// The version letter, the cost and the 53 characters of salt and hash of
+/// `text`, or `None` when it is not in bcrypt's shape (`$2a$`, `$2b$`,
+/// `$2x$` or `$2y$`, two cost digits, 53 characters). Their encoding is not
+/// checked here: a caller can judge version and cost first.
+pub fn shape(text: &str) -> Option<(u8, u32, &[u8])> {
     let rest = text.strip_prefix("$2")?.as_bytes();
     let (&version, rest) = rest.split_first()?;
     let rest = rest.strip_prefix(b"$")?;
@@ -36,9 +38,14 @@ pub fn parse(text: &str) -> Option<Parsed> {
         d.is_ascii_digit().then(|| n * 10 + u32::from(d - b'0'))
     })?;
     let tail = tail.strip_prefix(b"$")?;
-    if !matches!(version, b'a' | b'b' | b'x' | b'y') || tail.len() != 53 {
-        return None;
-    }
+    (matches!(version, b'a' | b'b' | b'x' | b'y') && tail.len() == 53)
+        .then_some((version, cost, tail))
+}
+
+/// Take `text` apart, or `None` when it is not in bcrypt's [`shape`] or its
+/// salt and hash are not in bcrypt's base64.
+pub fn parse(text: &str) -> Option<Parsed> {
+    let (version, cost, tail) = shape(text)?;
     let (salt_text, hash_text) = tail.split_at(22);
     let mut salt = [0u8; 16];
     let mut hash = [0u8; HASH_BYTES];

@@ -165,13 +165,19 @@ fn to_check(pair: &Pair, max_cost: u32) -> Result<Check<'_>, VerifyError> {
         .password
         .as_ref()
         .map_err(|problem| VerifyError::Password(*problem))?;
-    match hash_text::parse(&pair.hash) {
-        None => Err(VerifyError::Malformed),
-        Some(hash) if hash.version == b'x' => Err(VerifyError::TwoX),
-        Some(hash) if hash.cost > max_cost => Err(VerifyError::CostTooHigh(hash.cost)),
-        Some(hash) if hash.cost < *crate::eksblowfish::COSTS.start() => Err(VerifyError::Malformed),
-        Some(hash) => Ok(Check { password, hash }),
+    // Version and cost are judged before the encoding: the more specific
+    // error wins.
+    match hash_text::shape(&pair.hash) {
+        None => return Err(VerifyError::Malformed),
+        Some((b'x', _, _)) => return Err(VerifyError::TwoX),
+        Some((_, cost, _)) if cost > max_cost => return Err(VerifyError::CostTooHigh(cost)),
+        Some((_, cost, _)) if cost < *crate::eksblowfish::COSTS.start() => {
+            return Err(VerifyError::Malformed);
+        }
+        Some(_) => {}
     }
+    let hash = hash_text::parse(&pair.hash).ok_or(VerifyError::Malformed)?;
+    Ok(Check { password, hash })
 }
 
 /// The cost bcrypt will run at to check `pair`, or why the pair gets no
@@ -477,6 +483,24 @@ mod tests {
         let whole = e.estimate(1, 10, &vcpus("1769", None));
         let ratio = small.as_secs_f64() / whole.as_secs_f64();
         assert!((ratio - 1769.0 / 128.0).abs() < 1e-6, "{ratio}");
+    }
+
+    #[test]
+    fn version_and_cost_are_judged_before_the_encoding() {
+        // `a` as the salt's last character sets bits bcrypt's base64 leaves
+        // unused: not a canonical hash, yet its cost is the clearer answer.
+        let hash = format!("$2b$31${}", "a".repeat(53));
+        assert_eq!(
+            verify_cost(&pair("pw", &hash), 12),
+            Err(VerifyError::CostTooHigh(31))
+        );
+        let two_x = format!("$2x$05${}", "a".repeat(53));
+        assert_eq!(verify_cost(&pair("pw", &two_x), 12), Err(VerifyError::TwoX));
+        let within = format!("$2b$05${}", "a".repeat(53));
+        assert_eq!(
+            verify_cost(&pair("pw", &within), 12),
+            Err(VerifyError::Malformed)
+        );
     }
 
     #[test]
