@@ -167,7 +167,7 @@ pub fn start<C, E: std::fmt::Display>(
         decided_by = %vcpus.decided_by,
         lambda_share = vcpus.lambda_share,
         cgroup_quota = vcpus.cgroup_quota,
-        available_parallelism = vcpus.available,
+        cpus_allowed = vcpus.available,
         allocator = allocator::NAME,
         memory_return = %policy,
         allocator_settings = %applied,

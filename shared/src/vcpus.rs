@@ -1,15 +1,15 @@
 //! How many worker threads this function should run: the vCPUs it really has.
 //!
 //! Lambda grants CPU in proportion to memory (one vCPU's worth per 1,769 MB, up
-//! to 6 at 10,240 MB), yet `/proc/cpuinfo` and `available_parallelism` may show
-//! the host's cores. The worker count is the smallest of:
+//! to 6 at 10,240 MB), yet `/proc/cpuinfo` and the CPUs a process may run on
+//! may show the host's cores. The worker count is the smallest of:
 //!
 //! 1. the Lambda share from `AWS_LAMBDA_FUNCTION_MEMORY_SIZE` (rounded up: at
 //!    1,770 MB a function gets a sliver more than one vCPU and a second thread
 //!    can use it), up to 10,240 MB only,
 //! 2. the cgroup CPU quota (v2 `cpu.max`, v1 `cpu.cfs_quota_us / cpu.cfs_period_us`,
 //!    rounded up),
-//! 3. `std::thread::available_parallelism`,
+//! 3. the CPUs this process may run on ([`cpus_allowed`]),
 //!
 //! unless `WORKER_COUNT` is set, which overrides all three. Ties are decided in
 //! that order. Every value is validated: a bad one is a [`ConfigError`].
@@ -46,8 +46,8 @@ pub enum Source {
     LambdaMemory,
     /// The cgroup CPU quota.
     CgroupQuota,
-    /// `std::thread::available_parallelism`.
-    AvailableParallelism,
+    /// The CPUs this process may run on ([`cpus_allowed`]).
+    CpusAllowed,
 }
 
 impl fmt::Display for Source {
@@ -56,7 +56,7 @@ impl fmt::Display for Source {
             Source::Override => "WORKER_COUNT",
             Source::LambdaMemory => "AWS_LAMBDA_FUNCTION_MEMORY_SIZE",
             Source::CgroupQuota => "cgroup cpu quota",
-            Source::AvailableParallelism => "available_parallelism",
+            Source::CpusAllowed => "cpus_allowed",
         })
     }
 }
@@ -83,7 +83,7 @@ pub struct Inputs {
     pub memory_mb: Option<String>,
     /// The cgroup CPU quota files.
     pub cgroup: Cgroup,
-    /// `std::thread::available_parallelism()`.
+    /// The CPUs this process may run on ([`cpus_allowed`]).
     pub available: usize,
 }
 
@@ -94,7 +94,7 @@ pub struct Vcpus {
     pub workers: usize,
     /// The CPU time the function can use, in vCPUs, not rounded: the smallest
     /// of the Lambda share (memory / 1,769 MB, at most 6; none above 10,240 MB),
-    /// the cgroup quota and `available_parallelism`. `workers` rounds the share up (1,800 MB: 1.02
+    /// the cgroup quota and the CPUs allowed. `workers` rounds the share up (1,800 MB: 1.02
     /// vCPUs, 2 workers); estimates of how long CPU-bound work takes use this.
     /// `WORKER_COUNT` changes the workers, not the share.
     pub share: f64,
@@ -105,7 +105,7 @@ pub struct Vcpus {
     pub lambda_share: Option<usize>,
     /// The cgroup quota in whole CPUs (rounded up), if limited.
     pub cgroup_quota: Option<usize>,
-    /// What `available_parallelism` reported.
+    /// The CPUs this process may run on ([`cpus_allowed`]).
     pub available: usize,
 }
 
@@ -241,13 +241,13 @@ pub fn detect(inputs: &Inputs) -> Result<Vcpus, ConfigError> {
         None => [
             (lambda_share, Source::LambdaMemory),
             (cgroup_quota, Source::CgroupQuota),
-            (Some(available), Source::AvailableParallelism),
+            (Some(available), Source::CpusAllowed),
         ]
         .into_iter()
         .filter_map(|(n, source)| n.map(|n| (n, source)))
         // `min_by_key` keeps the first of equal minima: ties go to the earlier input.
         .min_by_key(|(n, _)| *n)
-        .unwrap_or((available, Source::AvailableParallelism)),
+        .unwrap_or((available, Source::CpusAllowed)),
     };
     // The cgroup files were validated above, so a fraction exists when a quota does.
     let share = [
@@ -337,8 +337,36 @@ pub fn from_env(env: &dyn Env) -> Result<Vcpus, ConfigError> {
         worker_count: env.get("WORKER_COUNT")?,
         memory_mb: env.get("AWS_LAMBDA_FUNCTION_MEMORY_SIZE")?,
         cgroup: read_cgroup(),
-        available: std::thread::available_parallelism().map_or(1, usize::from),
+        available: cpus_allowed(),
     })
+}
+
+/// The CPUs this process may run on: its affinity (`Cpus_allowed_list` in
+/// `/proc/self/status`), else `available_parallelism`. Not
+/// `available_parallelism` first: it also rounds a cgroup quota down (1.16
+/// CPUs become 1), and the quota is an input of its own, rounded up, as the
+/// vCPUs Lambda shows are (2,048 MB: 1.16 vCPUs of time on 2 vCPUs).
+pub fn cpus_allowed() -> usize {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            status
+                .lines()
+                .find_map(|line| line.strip_prefix("Cpus_allowed_list:"))
+                .and_then(|list| count_cpu_list(list.trim()))
+        })
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from))
+}
+
+/// The CPUs in a kernel CPU list (`0-3,8,10-11`), or `None` if it is not one.
+fn count_cpu_list(list: &str) -> Option<usize> {
+    list.split(',')
+        .try_fold(0_usize, |count, part| {
+            let (first, last) = part.split_once('-').unwrap_or((part, part));
+            let (first, last): (usize, usize) = (first.parse().ok()?, last.parse().ok()?);
+            count.checked_add(last.checked_sub(first)?.checked_add(1)?)
+        })
+        .filter(|&n| n > 0)
 }
 
 #[cfg(test)]
@@ -404,13 +432,13 @@ mod tests {
         );
         // The host has fewer cores than the share.
         let v = detect(&inputs(Some("10240"), v2("max 100000"), 2)).unwrap();
-        assert_eq!((v.workers, v.decided_by), (2, Source::AvailableParallelism));
+        assert_eq!((v.workers, v.decided_by), (2, Source::CpusAllowed));
         // Ties go to the earlier input (memory before cgroup before host).
         let v = detect(&inputs(Some("3538"), v2("200000 100000"), 2)).unwrap();
         assert_eq!((v.workers, v.decided_by), (2, Source::LambdaMemory));
         // Not on Lambda, no quota: the host decides.
         let v = detect(&inputs(None, Cgroup::Absent, 3)).unwrap();
-        assert_eq!((v.workers, v.decided_by), (3, Source::AvailableParallelism));
+        assert_eq!((v.workers, v.decided_by), (3, Source::CpusAllowed));
     }
 
     #[test]
@@ -473,7 +501,7 @@ mod tests {
         let v = detect(&inputs(Some("32768"), Cgroup::Absent, 8)).unwrap();
         assert_eq!(
             (v.workers, v.decided_by, v.lambda_share, v.share),
-            (8, Source::AvailableParallelism, None, 8.0)
+            (8, Source::CpusAllowed, None, 8.0)
         );
         // 16,384 MB: the 1,769 MB rule does not apply; the quota decides.
         let v = detect(&inputs(Some("16384"), v2("250000 100000"), 16)).unwrap();
@@ -484,7 +512,7 @@ mod tests {
         let v = detect(&inputs(Some("16384"), v1("-1", "100000"), 4)).unwrap();
         assert_eq!(
             (v.workers, v.decided_by, v.lambda_share, v.share),
-            (4, Source::AvailableParallelism, None, 4.0)
+            (4, Source::CpusAllowed, None, 4.0)
         );
         // Up to 10,240 MB the rule still holds.
         let v = detect(&inputs(Some("10240"), Cgroup::Absent, 64)).unwrap();
@@ -554,6 +582,26 @@ mod tests {
         assert_eq!(dirs("0::/\n1:cpu:/\n"), root_only);
         assert_eq!(dirs(""), root_only);
         assert_eq!(dirs("garbage\n::\n"), root_only);
+    }
+
+    #[test]
+    fn cpu_lists_are_counted() {
+        assert_eq!(count_cpu_list("0-1"), Some(2));
+        assert_eq!(count_cpu_list("0"), Some(1));
+        assert_eq!(count_cpu_list("0-3,8,10-11"), Some(7));
+        for bad in ["", "a", "3-1", "0-", ","] {
+            assert_eq!(count_cpu_list(bad), None, "{bad}");
+        }
+        assert!(cpus_allowed() >= 1);
+    }
+
+    #[test]
+    fn a_fractional_quota_is_rounded_up_as_lambda_shows_its_vcpus() {
+        // 2,048 MB under a quota of 1.16 CPUs on a 2-CPU machine: 1.16 vCPUs
+        // of time and 2 workers, as on Lambda (2 vCPUs shown).
+        let v = detect(&inputs(Some("2048"), v1("115800", "100000"), 2)).expect("valid");
+        assert_eq!(v.workers, 2);
+        assert!((v.share - 2048.0 / 1769.0).abs() < 1e-9, "{}", v.share);
     }
 
     #[test]

@@ -379,9 +379,15 @@ fn functions_detect_the_cpu_share_of_their_memory_size() {
         return;
     }
     // (MemorySize, the share it buys, the hasher's workers). 885 MB is a
-    // quota of 50,029 µs per 100,000; 3,538 MB needs two cores (this
+    // quota of 50,029 µs per 100,000; 2,048 MB is 1.16 CPUs of time, shown
+    // as 2 vCPUs on Lambda, so 2 workers; 3,538 MB needs two cores (this
     // machine's count, so the quota is not capped).
-    for (memory_mb, share, workers) in [(885, 0.5, 1), (1_769, 1.0, 1), (3_538, 2.0, 2)] {
+    for (memory_mb, share, workers) in [
+        (885, 0.5, 1),
+        (1_769, 1.0, 1),
+        (2_048, 2_048.0 / 1_769.0, 2),
+        (3_538, 2.0, 2),
+    ] {
         let init = init_line_at("password-hasher", memory_mb);
         assert_eq!(init["cgroup_quota"], workers, "{memory_mb} MB: {init}");
         assert_eq!(init["workers"], workers, "{memory_mb} MB: {init}");
