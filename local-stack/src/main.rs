@@ -4,6 +4,7 @@
 //! - `run [--keep] [--visibility-timeout S] [--concurrency N] [--no-limits]`
 //!   `sam build`, then the whole application locally (see [`local_stack::runner`])
 //! - `build-arm64`  cross-build the functions for Graviton (zig)
+//! - `test-arm64 ARGS…`  `cargo test ARGS` for arm64, run under qemu-aarch64
 //! - `release-builds`  make sure both architectures' release builds exist
 //! - `sam ARGS…`  the pinned SAM CLI, offline-friendly (no telemetry, a region)
 //! - `sam-local --build-dir DIR [--quick]`  `sam local invoke` of every sample
@@ -13,7 +14,7 @@ use local_stack::cgroup::Limits;
 use local_stack::{pool, runner, sam, sam_local, tools, workspace_root};
 use std::process::ExitCode;
 
-const USAGE: &str = "usage: local-stack <tools | run [--keep] [--visibility-timeout SECONDS] [--concurrency N] [--no-limits] | build-arm64 | release-builds | sam ARGS... | sam-local --build-dir DIR [--quick]>";
+const USAGE: &str = "usage: local-stack <tools | run [--keep] [--visibility-timeout SECONDS] [--concurrency N] [--no-limits] | build-arm64 | test-arm64 CARGO-TEST-ARGS... | release-builds | sam ARGS... | sam-local --build-dir DIR [--quick]>";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -22,6 +23,7 @@ fn main() -> ExitCode {
         ["tools"] => tools::install(),
         ["run", flags @ ..] => run_options(flags).and_then(run),
         ["build-arm64"] => sam::build_arm64(),
+        ["test-arm64", args @ ..] => sam::test_arm64(args),
         ["release-builds"] => sam::release_builds(),
         ["sam", sam_args @ ..] => tools::install().and_then(|()| sam::sam(sam_args)),
         ["sam-local", flags @ ..] => sam_local(flags),

@@ -58,6 +58,29 @@ pub const X86_64_BUILD_DIR: &str = ".aws-sam/build";
 /// Cross-build the three functions for Graviton with `sam build` (cargo-lambda
 /// links with zig, which its PyPI package brings), then check that every
 /// `bootstrap` is an arm64 Linux executable.
+/// `cargo test ARGS` built for arm64 (Debian's cross gcc as linker) and run
+/// under `qemu-aarch64`, the packages of [`tools::ARM64_TEST_PACKAGES`]
+/// installed first: e.g. the hasher's differential tests on the architecture
+/// its lanes are chosen for separately.
+pub fn test_arm64(args: &[&str]) -> Result<(), String> {
+    tools::install_debian(tools::ARM64_TEST_PACKAGES)?;
+    tools::run(Command::new("rustup").args(["target", "add", "aarch64-unknown-linux-gnu"]))?;
+    tools::run(
+        crate::cargo()
+            .args(["test", "--target", "aarch64-unknown-linux-gnu"])
+            .args(args)
+            .env(
+                "CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER",
+                "aarch64-linux-gnu-gcc",
+            )
+            .env("CC_aarch64_unknown_linux_gnu", "aarch64-linux-gnu-gcc")
+            .env(
+                "CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUNNER",
+                "qemu-aarch64 -L /usr/aarch64-linux-gnu",
+            ),
+    )
+}
+
 pub fn build_arm64() -> Result<(), String> {
     tools::install()?;
     tools::run(Command::new("rustup").args(["target", "add", "aarch64-unknown-linux-gnu"]))?;

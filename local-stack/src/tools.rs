@@ -28,6 +28,14 @@ pub const PODMAN_PACKAGES: &[(&str, &str)] = &[
     ("runc", "1.1.5+ds1-1+deb12u1"),
 ];
 
+/// Debian packages that build for arm64 and run its tests here (`qemu-aarch64`).
+pub const ARM64_TEST_PACKAGES: &[(&str, &str)] = &[
+    ("qemu-user", "1:7.2+dfsg-7+deb12u18+b3"),
+    ("gcc-aarch64-linux-gnu", "4:12.2.0-3"),
+    ("libc6-arm64-cross", "2.36-8cross1"),
+    ("libc6-dev-arm64-cross", "2.36-8cross1"),
+];
+
 /// `.tools/` in the workspace.
 pub fn dir() -> PathBuf {
     workspace_root().join(".tools")
@@ -208,10 +216,16 @@ fn install_elasticmq() -> Result<(), String> {
     )
 }
 
-/// Install [`PODMAN_PACKAGES`] with `apt-get` unless they are there at those
-/// versions. Only for `sam local invoke`: the other tools need no engine. An
-/// error says why they cannot be had (not root, no `apt-get`, apt failed).
+/// Install [`PODMAN_PACKAGES`] (see [`install_debian`]). Only for `sam local
+/// invoke`: the other tools need no engine.
 pub fn install_podman() -> Result<(), String> {
+    install_debian(PODMAN_PACKAGES)
+}
+
+/// Install `packages` (name, version) with `apt-get` unless they are there at
+/// those versions. An error says why they cannot be had (not root, no
+/// `apt-get`, apt failed).
+pub fn install_debian(packages: &[(&str, &str)]) -> Result<(), String> {
     let installed = |package: &str| {
         Command::new("dpkg-query")
             .args(["--show", "--showformat=${Version}", package])
@@ -220,7 +234,7 @@ pub fn install_podman() -> Result<(), String> {
             .filter(|output| output.status.success())
             .map(|output| String::from_utf8_lossy(&output.stdout).into_owned())
     };
-    let missing: Vec<String> = PODMAN_PACKAGES
+    let missing: Vec<String> = packages
         .iter()
         .filter(|(package, version)| installed(package).as_deref() != Some(version))
         .map(|(package, version)| format!("{package}={version}"))

@@ -7,6 +7,10 @@
 //!   emulator, the sample events; `--keep` leaves it running, polled;
 //!   `--visibility-timeout S` sets the local queues' (default 2 s)
 //! - `build-arm64`  cross-build the three functions for Graviton (zig)
+//! - `bcrypt-differential [--arm64]`  the hasher's long differential test
+//!   (100,000 random passwords against libxcrypt and the `bcrypt` crate, about
+//!   10 minutes); `--arm64`: the suite's short one built for arm64 and run under
+//!   qemu-aarch64
 //! - `sam-local [--quick]`  `sam build` (quick profile), then `sam local invoke`
 //!   of every sample event (one per function with `--quick`) on podman, as a
 //!   suite step does
@@ -29,7 +33,7 @@ mod suite;
 use command::{package, run};
 use std::process::{Command, ExitCode};
 
-const USAGE: &str = "usage: cargo xtask <tools | test | run [--keep] [--visibility-timeout SECONDS] | build-arm64 | sam-local [--quick] | check-init | lab [--quick | power]>";
+const USAGE: &str = "usage: cargo xtask <tools | test | run [--keep] [--visibility-timeout SECONDS] | build-arm64 | bcrypt-differential [--arm64] | sam-local [--quick] | check-init | lab [--quick | power]>";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -39,6 +43,7 @@ fn main() -> ExitCode {
         ["test"] => suite::run_all(),
         ["run", flags @ ..] => run(&mut package("local-stack", &[&["run"], flags].concat())),
         ["build-arm64"] => run(&mut package("local-stack", &["build-arm64"])),
+        ["bcrypt-differential", flags @ ..] => bcrypt_differential(flags),
         ["sam-local"] => suite::sam_build_check().and_then(|()| suite::sam_local(false)),
         ["sam-local", "--quick"] => suite::sam_build_check().and_then(|()| suite::sam_local(true)),
         ["lab", flags @ ..] => run(&mut package("lab", flags)),
@@ -55,6 +60,28 @@ fn main() -> ExitCode {
             eprintln!("error: {e}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// The password hasher's differential tests: the long run here, or the short
+/// one on arm64 under qemu (`--arm64`).
+fn bcrypt_differential(flags: &[&str]) -> Result<(), String> {
+    const TEST: [&str; 4] = ["--package", "password-hasher", "--test", "differential"];
+    match flags {
+        [] => run(command::cargo()
+            .args(["test", "--release"])
+            .args(TEST)
+            .args(["--", "--ignored"])),
+        ["--arm64"] => run(&mut package(
+            "local-stack",
+            &[
+                &["test-arm64"][..],
+                &TEST,
+                &["--no-default-features", "--features", "system"],
+            ]
+            .concat(),
+        )),
+        _ => Err(USAGE.to_owned()),
     }
 }
 
