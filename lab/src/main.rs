@@ -2,11 +2,13 @@
 //! template's choices buy (allocators, bcrypt, arena pre-warm, cold start,
 //! memory size) and writes `BENCHMARKS.md` with SVG plots in `benchmarks/`.
 //! `cargo xtask lab power` measures only the memory sizes (power tuning) and
-//! replaces their part of an existing `BENCHMARKS.md`.
+//! replaces their part of an existing `BENCHMARKS.md`; `cargo xtask lab bcrypt`
+//! does the same for the bcrypt section.
 //! `cargo xtask lab --quick` runs the same code small on the suite's debug
 //! builds, writes into `target/lab-quick/`, and checks only what must hold
-//! everywhere (memory stays bounded, pre-warm removes most page faults),
-//! never a timing; it measures no memory sizes (they need the release builds).
+//! everywhere (memory stays bounded, pre-warm removes most page faults, every
+//! bcrypt candidate computes the same hashes), never a timing; it measures no
+//! memory sizes (they need the release builds).
 //!
 //! Code map: `probes` builds and runs the probe programs; `memory`,
 //! `prewarm`, `bcrypt`, `cold_start` and `tuning` (with `power`, the prices
@@ -40,7 +42,8 @@ fn main() -> ExitCode {
         [] => run(Scale::Full, &local_stack::sam::release_builds),
         ["--quick"] => run(Scale::Quick, &|| Ok(())),
         ["power"] => power_only(),
-        _ => Err("usage: lab [--quick | power]".to_owned()),
+        ["bcrypt"] => bcrypt_only(),
+        _ => Err("usage: lab [--quick | power | bcrypt]".to_owned()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -102,7 +105,7 @@ pub fn run(scale: Scale, build_release: &dyn Fn() -> Result<(), String>) -> Resu
     };
 
     let probes = match scale {
-        Scale::Full => probes::Probes::optimised(&tick)?,
+        Scale::Full => probes::Probes::optimised(&probes::ALLOCATORS, &tick)?,
         Scale::Quick => probes::Probes::debug()?,
     };
     let trials = match scale {
@@ -187,6 +190,31 @@ fn power_only() -> Result<(), String> {
     Ok(())
 }
 
+/// `lab bcrypt`: measure the bcrypt section only (building the probes with
+/// one allocator) and replace it in `BENCHMARKS.md`.
+fn bcrypt_only() -> Result<(), String> {
+    let machine = machine::Machine::here();
+    // Before building and measuring: the report must have the part to replace.
+    report::bcrypt_rewritable(&workspace_root())?;
+    let bar = ProgressBar::new_spinner();
+    bar.set_style(
+        ProgressStyle::with_template("{spinner} [{elapsed_precise}] {msg}")
+            .map_err(|e| e.to_string())?,
+    );
+    bar.enable_steady_tick(Duration::from_millis(200));
+    let tick = |message: &str| bar.set_message(message.to_owned());
+    let probes = probes::Probes::optimised(&[bcrypt::ALLOCATOR], &tick)?;
+    tick("bcrypt");
+    let bcrypt = bcrypt::measure(&probes, Scale::Full, machine.cores)?;
+    bar.finish_and_clear();
+    report::rewrite_bcrypt(&workspace_root(), &bcrypt, &machine)?;
+    println!(
+        "lab: wrote the bcrypt section into {}",
+        workspace_root().join("BENCHMARKS.md").display()
+    );
+    bcrypt::check_agreement(&bcrypt)
+}
+
 /// The properties that must hold on every machine.
 fn check(results: &Results) -> Result<(), String> {
     for (pattern, runs) in &results.memory {
@@ -202,5 +230,7 @@ fn check(results: &Results) -> Result<(), String> {
     }
     prewarm::check_faults_removed(&results.prewarm)?;
     println!("lab: pre-warm removes most first-invocation page faults");
+    bcrypt::check_agreement(&results.bcrypt)?;
+    println!("lab: bcrypt: every candidate's hashes equal the bcrypt crate's");
     Ok(())
 }

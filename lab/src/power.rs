@@ -8,8 +8,8 @@
 //! by least squares to the sizes of whole vCPUs measured uncapped (1,769 MB,
 //! 3,538 MB, ...): the work that more vCPUs speed up, and the rest, such as
 //! waiting for DynamoDB, that they do not. Fractional shares are left out of
-//! the fit: there a function may run fewer workers than the share rounds up to
-//! (`available_parallelism` rounds a cgroup quota down).
+//! the fit: there the workers (the share rounded up) share less than their
+//! count of vCPUs.
 
 use local_stack::cgroup::MB_PER_VCPU;
 

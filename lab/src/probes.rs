@@ -37,12 +37,13 @@ impl Probes {
         })
     }
 
-    /// Optimised builds, one per allocator, each copied aside (the next
-    /// build overwrites `target/lab/examples`). `progress` hears each step.
-    pub fn optimised(progress: &dyn Fn(&str)) -> Result<Self, String> {
+    /// Optimised builds, one per allocator in `allocators`, each copied aside
+    /// (the next build overwrites `target/lab/examples`). `progress` hears
+    /// each step.
+    pub fn optimised(allocators: &[&'static str], progress: &dyn Fn(&str)) -> Result<Self, String> {
         let target = workspace_root().join("target");
         let mut dirs = Vec::new();
-        for allocator in ALLOCATORS {
+        for &allocator in allocators {
             progress(&format!("building the probes with {allocator}"));
             let mut build = local_stack::cargo();
             build.args([

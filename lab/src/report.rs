@@ -1,7 +1,10 @@
 //! `BENCHMARKS.md` and its plots, written from one lab run's measurements.
 
+mod bcrypt;
 mod power;
+mod splice;
 
+pub use bcrypt::{rewritable as bcrypt_rewritable, rewrite as rewrite_bcrypt};
 pub use power::{Tuning, rewritable as power_rewritable, rewrite as rewrite_power};
 
 use super::cold_start::BUILD_DIRS;
@@ -32,7 +35,7 @@ pub fn write(dir: &Path, results: &Results) -> Result<(), String> {
     let _ = writeln!(
         md,
         "Absolute times drift on shared machines; what to compare are the ratios, measured side by side \
-         in one run (alternating, medians). The probes are `functions/*/examples/lab_*.rs`: the functions' \
+         in one run (alternating, medians). The probes are `lab/probes/examples/lab_*.rs`: the functions' \
          real code, built once per allocator with the `lab` profile (release optimisation, no fat LTO).\n"
     );
     summary(&mut md, results);
@@ -54,7 +57,7 @@ pub fn write(dir: &Path, results: &Results) -> Result<(), String> {
         memory_section(&mut md, dir, pattern, runs)?;
     }
 
-    bcrypt_section(&mut md, dir, results)?;
+    md.push_str(&bcrypt::section(dir, &results.bcrypt, &results.machine)?);
     prewarm_section(&mut md, results);
     cold_start_section(&mut md, results);
     md.push_str(&power::section(dir, &results.power, &results.machine)?);
@@ -205,64 +208,6 @@ fn memory_section(
         },
     )?;
     let _ = writeln!(md, "\n![RSS over invocations, {}]({file})\n", pattern.name);
-    Ok(())
-}
-
-fn bcrypt_section(md: &mut String, dir: &Path, results: &Results) -> Result<(), String> {
-    let b = &results.bcrypt;
-    let _ = writeln!(md, "## 2. bcrypt against crypt(3), and scaling\n");
-    let _ = writeln!(
-        md,
-        "Cost {}, one thread, {} alternating rounds of 4 hashes; `crypt(3)` is libxcrypt's, called from \
-         Python's `crypt` module with the timer inside the process.\n",
-        b.cost, b.rounds
-    );
-    let _ = writeln!(
-        md,
-        "| this function (bcrypt crate) ms/hash | libxcrypt crypt(3) ms/hash | ratio (median of rounds) |\n|---:|---:|---:|\n| {:.1} | {:.1} | {:.3} |\n",
-        b.ours_ms, b.crypt3_ms, b.ratio
-    );
-    let _ = writeln!(
-        md,
-        "A batch of {} hashes on pools of 1 to {} threads (best of two each):\n\n| threads | seconds | speedup | efficiency |\n|---:|---:|---:|---:|",
-        b.batch, results.machine.cores
-    );
-    let one = b.scaling.first().map_or(0.0, |s| s.1);
-    let mut speedups = Vec::new();
-    for &(threads, seconds) in &b.scaling {
-        let speedup = one / seconds.max(f64::MIN_POSITIVE);
-        speedups.push((threads as f64, speedup));
-        let _ = writeln!(
-            md,
-            "| {threads} | {seconds:.3} | {speedup:.2} | {:.2} |",
-            speedup / threads as f64
-        );
-    }
-    let ideal = speedups.iter().map(|p| (p.0, p.0)).collect();
-    let file = format!("{PLOTS}/bcrypt-scaling.svg");
-    plot::write_svg(
-        &dir.join(&file),
-        &Chart {
-            title: "bcrypt batch speedup over threads",
-            x_label: "threads",
-            y_label: "speedup",
-            kind: Kind::Lines,
-            log_x: false,
-            series: &[
-                Series {
-                    name: "measured".into(),
-                    points: speedups,
-                    labels: Vec::new(),
-                },
-                Series {
-                    name: "ideal".into(),
-                    points: ideal,
-                    labels: Vec::new(),
-                },
-            ],
-        },
-    )?;
-    let _ = writeln!(md, "\n![bcrypt scaling]({file})\n");
     Ok(())
 }
 

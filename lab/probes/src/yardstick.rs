@@ -1,13 +1,14 @@
-//! Timing helpers for the performance lab: this
-//! function's hashing against the system's `crypt(3)` (libxcrypt), and a batch
-//! on a pool of a given size. Not used by the function itself.
+//! Timing helpers for the performance lab's bcrypt probe: the passwords and
+//! salt every candidate hashes, thread CPU time, the system's `crypt(3)`
+//! (libxcrypt), and this function's batch on a pool of a given size. Not used
+//! by the function itself.
 
 use password_hasher::hashing::hash_all;
 use password_hasher::secret::Secret;
 use std::process::Command;
 use std::time::Instant;
 
-/// The bcrypt salt both sides use, so they do the same work.
+/// The bcrypt salt every candidate uses, so all do the same work.
 pub const SALT: &str = "Ro0CUfOqk6cXEKf3dyaM7O";
 
 /// `n` distinct benchmark passwords.
@@ -15,16 +16,49 @@ pub fn passwords(n: usize) -> Vec<String> {
     (0..n).map(|i| format!("benchmark password {i}")).collect()
 }
 
-/// Seconds per hash of libxcrypt's `crypt(3)` over `passwords` at `cost`,
-/// timed inside a Python process (its `crypt` module calls `crypt(3)`), so
-/// that the interpreter's start-up is not counted.
-pub fn crypt3_seconds_per_hash(cost: u32, passwords: &[String]) -> Result<f64, String> {
-    let script = "import crypt, sys, time\n\
+/// The raw 16 bytes of [`SALT`].
+pub fn salt() -> Result<[u8; 16], String> {
+    let hash = format!("$2b$04${SALT}{}", ".".repeat(31));
+    let parts: bcrypt::HashParts = hash.parse().map_err(|e| format!("salt {SALT}: {e}"))?;
+    Ok(parts.get_salt_raw())
+}
+
+/// CPU time this thread has run, in seconds.
+pub fn cpu_seconds() -> Result<f64, String> {
+    // The kernel adds the running thread's latest stretch to this figure only
+    // when it schedules; yielding first makes it current (else it lags by up
+    // to a scheduler tick).
+    std::thread::yield_now();
+    let text = std::fs::read_to_string("/proc/thread-self/schedstat")
+        .map_err(|e| format!("/proc/thread-self/schedstat: {e}"))?;
+    let nanos: u64 = text
+        .split_whitespace()
+        .next()
+        .and_then(|n| n.parse().ok())
+        .ok_or_else(|| format!("schedstat {text:?}"))?;
+    Ok(nanos as f64 * 1e-9)
+}
+
+/// What libxcrypt's `crypt(3)` did with some passwords.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Crypt3 {
+    /// Thread CPU seconds per hash.
+    pub seconds_per_hash: f64,
+    /// The hashes, in order.
+    pub hashes: Vec<String>,
+}
+
+/// Hash `passwords` at `cost` with [`SALT`] by libxcrypt's `crypt(3)`, timed
+/// inside a Python process (its `crypt` module calls `crypt(3)`), so that the
+/// interpreter's start-up is not counted.
+pub fn crypt3(cost: u32, passwords: &[String]) -> Result<Crypt3, String> {
+    let script = "import crypt, json, sys, time\n\
                   setting = sys.argv[1]\n\
                   pws = sys.argv[2:]\n\
-                  t = time.perf_counter()\n\
-                  for p in pws: assert crypt.crypt(p, setting).startswith(setting[:7])\n\
-                  print((time.perf_counter() - t) / len(pws))";
+                  t = time.thread_time()\n\
+                  hashes = [crypt.crypt(p, setting) for p in pws]\n\
+                  t = time.thread_time() - t\n\
+                  print(json.dumps({'seconds_per_hash': t / len(pws), 'hashes': hashes}))";
     let output = Command::new("python3")
         .args([
             "-W",
@@ -43,47 +77,21 @@ pub fn crypt3_seconds_per_hash(cost: u32, passwords: &[String]) -> Result<f64, S
         ));
     }
     let text = String::from_utf8_lossy(&output.stdout);
-    text.trim()
-        .parse()
-        .map_err(|e| format!("crypt(3) timing {text:?}: {e}"))
-}
-
-/// Seconds per hash of this function's code, one hash at a time on `pool`.
-pub fn ours_seconds_per_hash(
-    pool: &rayon::ThreadPool,
-    cost: u32,
-    passwords: &[String],
-) -> Result<f64, String> {
-    let secrets: Vec<_> = passwords.iter().map(|p| Secret::new(p.clone())).collect();
-    let start = Instant::now();
-    for secret in &secrets {
-        pool.install(|| hash_all(std::slice::from_ref(secret), cost))
-            .map_err(|e| e.to_string())?;
+    let answer: serde_json::Value =
+        serde_json::from_str(text.trim()).map_err(|e| format!("crypt(3) answer {text:?}: {e}"))?;
+    let hashes: Vec<String> = answer["hashes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|h| h.as_str().unwrap_or_default().to_owned())
+        .collect();
+    match answer["seconds_per_hash"].as_f64() {
+        Some(seconds_per_hash) if hashes.len() == passwords.len() => Ok(Crypt3 {
+            seconds_per_hash,
+            hashes,
+        }),
+        _ => Err(format!("crypt(3) answer {text:?}")),
     }
-    Ok(start.elapsed().as_secs_f64() / secrets.len().max(1) as f64)
-}
-
-/// Per-hash seconds of this function's code (one thread) and of `crypt(3)`,
-/// `rounds` times over `per_round` passwords, side by side: the order
-/// alternates each round, so drift on a shared machine hits both alike.
-pub fn side_by_side(cost: u32, rounds: usize, per_round: usize) -> Result<Vec<(f64, f64)>, String> {
-    let single = rayon::ThreadPoolBuilder::new()
-        .num_threads(1)
-        .build()
-        .map_err(|e| e.to_string())?;
-    let pws = passwords(per_round.max(1));
-    ours_seconds_per_hash(&single, cost, &pws[..1])?; // warm-up
-    (0..rounds)
-        .map(|round| {
-            if round % 2 == 0 {
-                let ours = ours_seconds_per_hash(&single, cost, &pws)?;
-                Ok((ours, crypt3_seconds_per_hash(cost, &pws)?))
-            } else {
-                let theirs = crypt3_seconds_per_hash(cost, &pws)?;
-                Ok((ours_seconds_per_hash(&single, cost, &pws)?, theirs))
-            }
-        })
-        .collect()
 }
 
 /// Seconds to hash `batch` at `cost` on a fresh pool of `threads`, best of
@@ -117,12 +125,6 @@ pub fn batch_seconds(
     Ok(best)
 }
 
-/// The median of `values` (NaN-safe ordering); 0 for none.
-pub fn median(mut values: Vec<f64>) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values.get(values.len() / 2).copied().unwrap_or(0.0)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -134,8 +136,25 @@ mod tests {
     }
 
     #[test]
-    fn median_of_none_is_zero_and_of_some_the_middle() {
-        assert_eq!(median(vec![]), 0.0);
-        assert_eq!(median(vec![3.0, 1.0, 2.0]), 2.0);
+    fn the_raw_salt_is_the_one_bcrypt_encodes() {
+        let salt = salt().expect("salt");
+        let hash = bcrypt::hash_with_salt("x", 4, salt).expect("hash");
+        assert_eq!(hash.get_salt(), SALT);
+    }
+
+    #[test]
+    fn crypt3_hashes_as_the_bcrypt_crate_does() {
+        let pws = passwords(2);
+        let answer = crypt3(4, &pws).expect("crypt(3)");
+        let salt = salt().expect("salt");
+        let expected: Vec<String> = pws
+            .iter()
+            .map(|p| {
+                let parts = bcrypt::hash_with_salt(p, 4, salt).expect("hash");
+                parts.format_for_version(bcrypt::Version::TwoB)
+            })
+            .collect();
+        assert_eq!(answer.hashes, expected);
+        assert!(answer.seconds_per_hash >= 0.0);
     }
 }

@@ -3,6 +3,7 @@
 //! them in an existing report without running the rest of the lab.
 
 use super::PLOTS;
+use super::splice::{self, Markers};
 use crate::machine::Machine;
 use crate::plot::{self, Chart, Kind, Series};
 use crate::power::{self, Outcome, Row, Source};
@@ -11,8 +12,8 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 /// Markers around the summary line and the section.
-pub const SUMMARY: (&str, &str) = ("<!-- power-summary -->", "<!-- /power-summary -->");
-pub const SECTION: (&str, &str) = ("<!-- power-tuning -->", "<!-- /power-tuning -->");
+pub const SUMMARY: Markers = ("<!-- power-summary -->", "<!-- /power-summary -->");
+pub const SECTION: Markers = ("<!-- power-tuning -->", "<!-- /power-tuning -->");
 
 /// What was measured: the curves, or why not.
 pub type Tuning = Result<Vec<Curve>, String>;
@@ -100,9 +101,7 @@ fn intro(md: &mut String, curves: &[Curve], machine: &Machine) {
          with that size's memory limit and Lambda's CPU share (one vCPU per {} MB) as a CPU quota, capped at \
          this machine's {cores} core(s). After one warm-up invocation, {} steady invocations each; \"measured \
          ms\" is the median of the `Duration` the emulator reports (what Lambda bills). \"Detected\" is the CPU \
-         share and worker count the function read at its cold start (its `shared init done` line); \
-         between whole vCPUs it can be less than the size's share, because `available_parallelism` rounds \
-         the cgroup quota down.\n",
+         share and worker count the function read at its cold start (its `shared init done` line).\n",
         machine.line(),
         local_stack::cgroup::MB_PER_VCPU,
         curves
@@ -242,65 +241,19 @@ fn plot(dir: &Path, curve: &Curve, rows: &[Row]) -> Result<Option<String>, Strin
     Ok(Some(file))
 }
 
-/// `text` with the part between `markers` (both kept) replaced by
-/// `replacement` (which brings its own markers); an error if the markers are
-/// missing or out of order.
-pub fn splice(text: &str, markers: (&str, &str), replacement: &str) -> Result<String, String> {
-    let start = text
-        .find(markers.0)
-        .ok_or_else(|| format!("no {} in the report", markers.0))?;
-    let end = text[start..]
-        .find(markers.1)
-        .map(|at| start + at + markers.1.len())
-        .ok_or_else(|| format!("no {} after {} in the report", markers.1, markers.0))?;
-    // The replacement ends with a line break; so did the marker's line.
-    let rest = text[end..].strip_prefix('\n').unwrap_or(&text[end..]);
-    Ok(format!("{}{replacement}{rest}", &text[..start]))
-}
-
 /// The report in `dir`, if [`rewrite`] can replace its power tuning.
 pub fn rewritable(dir: &Path) -> Result<String, String> {
-    let path = dir.join("BENCHMARKS.md");
-    let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-    splice(&text, SUMMARY, "")
-        .and_then(|_| splice(&text, SECTION, ""))
-        .map_err(|e| {
-            format!(
-                "{}: {e} (run the whole lab once: `cargo xtask lab`)",
-                path.display()
-            )
-        })?;
-    Ok(text)
+    splice::rewritable(dir, &[SUMMARY, SECTION])
 }
 
 /// Replace the summary line and the section of the report in `dir` with
 /// `tuning`'s.
 pub fn rewrite(dir: &Path, tuning: &Tuning, machine: &Machine) -> Result<(), String> {
-    let path = dir.join("BENCHMARKS.md");
-    let text = rewritable(dir)?;
-    let text = splice(&text, SUMMARY, &summary(tuning))?;
-    let text = splice(&text, SECTION, &section(dir, tuning, machine)?)?;
-    std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn splice_replaces_only_between_the_markers() {
-        let text = "# B\n<!-- power-summary -->\nold line\n<!-- /power-summary -->\n## 4\nkept\n";
-        let new = "<!-- power-summary -->\nnew line\n<!-- /power-summary -->\n";
-        assert_eq!(
-            splice(text, SUMMARY, new).expect("spliced"),
-            "# B\n<!-- power-summary -->\nnew line\n<!-- /power-summary -->\n## 4\nkept\n"
-        );
-        assert!(
-            splice("no markers", SUMMARY, new)
-                .unwrap_err()
-                .contains("power-summary")
-        );
-        let reversed = "<!-- /power-tuning -->\n<!-- power-tuning -->\n";
-        assert!(splice(reversed, SECTION, "x").is_err());
-    }
+    splice::rewrite(
+        dir,
+        &[
+            (SUMMARY, summary(tuning)),
+            (SECTION, section(dir, tuning, machine)?),
+        ],
+    )
 }

@@ -19,7 +19,7 @@ pub const MAX_PASSWORD_BYTES: usize = 72;
 pub const COSTS: std::ops::RangeInclusive<u32> = 4..=31;
 
 /// Hashes run in lockstep on one thread. x86-64: 6, the fastest of 1, 2, 3,
-/// 4, 6 and 8 measured (the lab's `lab_bcrypt_lanes` probe; 8 lanes spill
+/// 4, 6 and 8 measured (the lab's bcrypt section, `cargo xtask lab bcrypt`; 8 lanes spill
 /// registers). Other architectures (arm64): 4, not measured on the hardware.
 pub const LANES: usize = if cfg!(target_arch = "x86_64") { 6 } else { 4 };
 
