@@ -170,7 +170,7 @@ fn power_only() -> Result<(), String> {
     let machine = machine::Machine::here();
     // Before measuring for minutes: the report must have the part to replace.
     report::power_rewritable(&workspace_root())?;
-    tuning::build_if_missing()?;
+    tuning::build()?;
     let bar = ProgressBar::new_spinner();
     bar.set_style(
         ProgressStyle::with_template("{spinner} [{elapsed_precise}] {msg}")

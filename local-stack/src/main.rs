@@ -5,7 +5,7 @@
 //!   `sam build`, then the whole application locally (see [`local_stack::runner`])
 //! - `build-arm64`  cross-build the functions for Graviton (zig)
 //! - `test-arm64 ARGS…`  `cargo test ARGS` for arm64, run under qemu-aarch64
-//! - `release-builds`  make sure both architectures' release builds exist
+//! - `release-builds`  build both architectures' release bootstraps from the current code
 //! - `sam ARGS…`  the pinned SAM CLI, offline-friendly (no telemetry, a region)
 //! - `sam-local --build-dir DIR [--quick]`  `sam local invoke` of every sample
 //!   event on podman (see [`local_stack::sam_local`])

@@ -25,29 +25,14 @@ pub fn command(args: &[&str]) -> Command {
     command
 }
 
-/// Make sure the release bootstraps of both architectures exist, building
-/// what is missing (`sam build`, [`build_arm64`]). Existing builds are used as
-/// they are: after changing code, run `sam build` / `cargo xtask build-arm64`.
+/// Build the release bootstraps of both architectures from the code as it is
+/// now (`sam build`, [`build_arm64`]): measuring bootstraps left from older
+/// code would report figures of code that is gone. Cargo rebuilds only what
+/// changed.
 pub fn release_builds() -> Result<(), String> {
     tools::install()?;
-    let template = crate::template::Template::load(&workspace_root().join("template.yaml"))?;
-    let functions = template.functions()?;
-    let missing = |dir: &str| {
-        functions.iter().any(|f| {
-            !workspace_root()
-                .join(dir)
-                .join(&f.logical_id)
-                .join("bootstrap")
-                .is_file()
-        })
-    };
-    if missing(X86_64_BUILD_DIR) {
-        sam(&["build"])?;
-    }
-    if missing(ARM64_BUILD_DIR) {
-        build_arm64()?;
-    }
-    Ok(())
+    sam(&["build"])?;
+    build_arm64()
 }
 
 /// Where [`build_arm64`] builds.
