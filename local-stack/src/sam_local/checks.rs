@@ -97,7 +97,7 @@ fn records(event: &Value) -> impl Iterator<Item = &Value> {
 
 /// `Err` if a password of the hasher request `event` (direct or Function URL)
 /// appears in `output`.
-pub(super) fn no_password_in(event: &Value, output: &str) -> Result<(), String> {
+pub fn no_password_in(event: &Value, output: &str) -> Result<(), String> {
     let body = event["body"]
         .as_str()
         .and_then(|b| serde_json::from_str::<Value>(b).ok());

@@ -33,10 +33,9 @@ mod checks;
 mod engine;
 mod relay;
 
-pub use checks::check;
+pub use checks::{check, no_password_in};
 pub use relay::Relay;
 
-use checks::no_password_in;
 use engine::Engine;
 
 use crate::dynamodb_local::{self, DynamoDbLocal};
