@@ -3,7 +3,8 @@
 //! memory size) and writes `BENCHMARKS.md` with SVG plots in `benchmarks/`.
 //! `cargo xtask lab power` measures only the memory sizes (power tuning) and
 //! replaces their part of an existing `BENCHMARKS.md`; `cargo xtask lab bcrypt`
-//! does the same for the bcrypt section.
+//! and `cargo xtask lab fan-out` do the same for the bcrypt and the fan-out
+//! sections.
 //! `cargo xtask lab --quick` runs the same code small on the suite's debug
 //! builds, writes into `target/lab-quick/`, and checks only what must hold
 //! everywhere (memory stays bounded, pre-warm removes most page faults, every
@@ -11,12 +12,13 @@
 //! memory sizes (they need the release builds).
 //!
 //! Code map: `probes` builds and runs the probe programs; `memory`,
-//! `prewarm`, `bcrypt`, `cold_start` and `tuning` (with `power`, the prices
-//! and the model) measure; `machine` says where; `report` and `plot` write it
+//! `prewarm`, `bcrypt`, `cold_start`, `tuning` (with `power`, the prices
+//! and the model) and `fan_out` measure; `machine` says where; `report` and `plot` write it
 //! down.
 
 mod bcrypt;
 mod cold_start;
+mod fan_out;
 mod machine;
 mod memory;
 mod plot;
@@ -43,7 +45,8 @@ fn main() -> ExitCode {
         ["--quick"] => run(Scale::Quick, &|| Ok(())),
         ["power"] => power_only(),
         ["bcrypt"] => bcrypt_only(),
-        _ => Err("usage: lab [--quick | power | bcrypt]".to_owned()),
+        ["fan-out"] => fan_out_only(),
+        _ => Err("usage: lab [--quick | power | bcrypt | fan-out]".to_owned()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -75,6 +78,8 @@ pub struct Results {
     pub cold_start: Option<Vec<cold_start::Row>>,
     /// The memory sizes measured, or why not.
     pub power: report::Tuning,
+    /// The fan-out against one function, or why not.
+    pub fan_out: report::FanOut,
 }
 
 /// The median of `values` (0 for none).
@@ -122,15 +127,17 @@ pub fn run(scale: Scale, build_release: &dyn Fn() -> Result<(), String>) -> Resu
     let prewarm = prewarm::measure(&probes, scale, &tick)?;
     tick("bcrypt");
     let bcrypt = bcrypt::measure(&probes, scale, machine.cores)?;
-    let (cold_start, power) = match scale {
+    let (cold_start, power, fan_out) = match scale {
         Scale::Full => {
             tick("release builds for the cold starts and the power tuning");
             build_release()?;
             let cold_start = cold_start::measure(&tick)?;
-            (Some(cold_start), power(machine.cores, &tick)?)
+            let power = power(machine.cores, &tick)?;
+            (Some(cold_start), power, Ok(fan_out::measure(&tick)?))
         }
         Scale::Quick => (
             None,
+            Err("not in quick mode (it needs the release builds)".to_owned()),
             Err("not in quick mode (it needs the release builds)".to_owned()),
         ),
     };
@@ -138,6 +145,7 @@ pub fn run(scale: Scale, build_release: &dyn Fn() -> Result<(), String>) -> Resu
 
     let results = Results {
         power,
+        fan_out,
         scale,
         machine,
         memory,
@@ -213,6 +221,28 @@ fn bcrypt_only() -> Result<(), String> {
         workspace_root().join("BENCHMARKS.md").display()
     );
     bcrypt::check_agreement(&bcrypt)
+}
+
+/// `lab fan-out`: measure the fan-out section only (building the release
+/// bootstraps first) and replace it in `BENCHMARKS.md`.
+fn fan_out_only() -> Result<(), String> {
+    let machine = machine::Machine::here();
+    report::fan_out_rewritable(&workspace_root())?;
+    local_stack::sam::release_builds()?;
+    let bar = ProgressBar::new_spinner();
+    bar.set_style(
+        ProgressStyle::with_template("{spinner} [{elapsed_precise}] {msg}")
+            .map_err(|e| e.to_string())?,
+    );
+    bar.enable_steady_tick(Duration::from_millis(200));
+    let rows = fan_out::measure(&|message: &str| bar.set_message(message.to_owned()))?;
+    bar.finish_and_clear();
+    report::rewrite_fan_out(&workspace_root(), &Ok(rows), &machine)?;
+    println!(
+        "lab: wrote the fan-out section into {}",
+        workspace_root().join("BENCHMARKS.md").display()
+    );
+    Ok(())
 }
 
 /// The properties that must hold on every machine.

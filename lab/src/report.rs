@@ -1,10 +1,12 @@
 //! `BENCHMARKS.md` and its plots, written from one lab run's measurements.
 
 mod bcrypt;
+mod fan_out;
 mod power;
 mod splice;
 
 pub use bcrypt::{rewritable as bcrypt_rewritable, rewrite as rewrite_bcrypt};
+pub use fan_out::{FanOut, rewritable as fan_out_rewritable, rewrite as rewrite_fan_out};
 pub use power::{Tuning, rewritable as power_rewritable, rewrite as rewrite_power};
 
 use super::cold_start::BUILD_DIRS;
@@ -61,6 +63,7 @@ pub fn write(dir: &Path, results: &Results) -> Result<(), String> {
     prewarm_section(&mut md, results);
     cold_start_section(&mut md, results);
     md.push_str(&power::section(dir, &results.power, &results.machine)?);
+    md.push_str(&fan_out::section(&results.fan_out, &results.machine));
     let path = dir.join("BENCHMARKS.md");
     std::fs::write(&path, md).map_err(|e| format!("{}: {e}", path.display()))
 }

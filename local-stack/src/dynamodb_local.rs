@@ -6,7 +6,8 @@ use crate::template::Template;
 use crate::tools;
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::types::{
-    AttributeDefinition, BillingMode, KeySchemaElement, KeyType, ScalarAttributeType,
+    AttributeDefinition, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType, Projection,
+    ProjectionType, ScalarAttributeType,
 };
 use serde_norway::Value;
 use std::path::{Path, PathBuf};
@@ -46,7 +47,7 @@ impl DynamoDbLocal {
         let mut command = Command::new("java");
         command
             .args([
-                "-Xmx256m",
+                "-Xmx1g",
                 "-cp",
                 &classpath,
                 "LoopbackDynamoDbLocal",
@@ -94,7 +95,57 @@ pub fn client(endpoint: &str) -> Client {
     Client::new(&crate::local_aws::sdk_config(endpoint))
 }
 
-/// Create every `AWS::DynamoDB::Table` of the template, named by logical id.
+/// A `GlobalSecondaryIndexes` entry of table `table`, as the SDK takes it.
+fn global_index(table: &str, index: &Value) -> Result<GlobalSecondaryIndex, String> {
+    let text = |v: &Value, key: &str| {
+        v.get(key)
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+            .ok_or_else(|| format!("{table}: index {key} missing"))
+    };
+    let mut builder = GlobalSecondaryIndex::builder().index_name(text(index, "IndexName")?);
+    for key in index
+        .get("KeySchema")
+        .and_then(Value::as_sequence)
+        .into_iter()
+        .flatten()
+    {
+        builder = builder.key_schema(
+            KeySchemaElement::builder()
+                .attribute_name(text(key, "AttributeName")?)
+                .key_type(KeyType::from(text(key, "KeyType")?.as_str()))
+                .build()
+                .map_err(|e| e.to_string())?,
+        );
+    }
+    let projection = index
+        .get("Projection")
+        .ok_or_else(|| format!("{table}: index Projection missing"))?;
+    let attributes = projection
+        .get("NonKeyAttributes")
+        .and_then(Value::as_sequence)
+        .map(|names| {
+            names
+                .iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        });
+    builder
+        .projection(
+            Projection::builder()
+                .projection_type(ProjectionType::from(
+                    text(projection, "ProjectionType")?.as_str(),
+                ))
+                .set_non_key_attributes(attributes)
+                .build(),
+        )
+        .build()
+        .map_err(|e| format!("{table}: {e}"))
+}
+
+/// Create every `AWS::DynamoDB::Table` of the template (and its global
+/// secondary indexes), named by logical id.
 pub async fn create_tables(template: &Template, client: &Client) -> Result<Vec<String>, String> {
     let mut created = Vec::new();
     for (name, resource) in template.resources("AWS::DynamoDB::Table") {
@@ -137,6 +188,9 @@ pub async fn create_tables(template: &Template, client: &Client) -> Result<Vec<S
                     .build()
                     .map_err(|e| e.to_string())?,
             );
+        }
+        for index in list("GlobalSecondaryIndexes") {
+            request = request.global_secondary_indexes(global_index(&name, &index)?);
         }
         request.send().await.map_err(|e| {
             format!(

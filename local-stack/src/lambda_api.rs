@@ -1,7 +1,9 @@
 //! The Lambda Invoke API on a loopback port, served by the functions' pools:
 //! `POST /2015-03-31/functions/{FunctionName}/invocations`, so that
-//! `aws lambda invoke --endpoint-url`, an SDK client or `curl` invoke the local
-//! functions as they would on AWS, concurrently, throttled as Lambda throttles.
+//! `aws lambda invoke --endpoint-url`, an SDK client (Step Functions' Lambda
+//! tasks among them), or `curl` invoke the local functions as they would on
+//! AWS, concurrently, throttled as Lambda throttles. `FunctionName` is a name,
+//! an ARN or a partial ARN, as Lambda takes it.
 //!
 //! Answers as Lambda's API does: the function's answer with HTTP 200 (a
 //! function error also 200, marked by `X-Amz-Function-Error: Unhandled`);
@@ -157,6 +159,10 @@ fn answer(reader: &mut impl BufRead, functions: &[Served]) -> Reply {
             "only POST /2015-03-31/functions/{FunctionName}/invocations is served",
         );
     };
+    let name = match function_name(name) {
+        Ok(name) => name,
+        Err(reply) => return reply,
+    };
     if request
         .invocation_type
         .as_deref()
@@ -168,17 +174,88 @@ fn answer(reader: &mut impl BufRead, functions: &[Served]) -> Reply {
             "only the RequestResponse invocation type is served locally",
         );
     }
-    let Some(function) = functions.iter().find(|f| f.names.iter().any(|n| n == name)) else {
+    let Some(function) = functions.iter().find(|f| f.names.contains(&name)) else {
         return Reply::error(
             404,
             "ResourceNotFoundException",
-            &format!("Function not found: {}", truncated(name)),
+            &format!("Function not found: {}", truncated(&name)),
         );
     };
     match function.pool.invoke(&request.body) {
         Ok(invocation) => from_invocation(invocation),
         Err(e) => Reply::error(500, "ServiceException", &e),
     }
+}
+
+/// The function's name in the path's `{FunctionName}` (percent-encoded, as
+/// SDKs send it), which Lambda takes in any of its forms: a name
+/// (`my-function`), a function ARN
+/// (`arn:aws:lambda:us-east-1:123456789012:function:my-function`) or a
+/// partial ARN (`123456789012:function:my-function`), each with an optional
+/// `:qualifier`. Local functions have one version, so the only qualifier is
+/// `$LATEST`; an ARN of another region names no local function.
+fn function_name(encoded: &str) -> Result<String, Reply> {
+    let not_found = |what: &str| {
+        Reply::error(
+            404,
+            "ResourceNotFoundException",
+            &format!("Function not found: {}", truncated(what)),
+        )
+    };
+    let invalid = |what: &str| {
+        Reply::error(
+            400,
+            "InvalidParameterValueException",
+            &format!("not a function name or ARN: {}", truncated(what)),
+        )
+    };
+    let text = percent_decoded(encoded).ok_or_else(|| invalid(encoded))?;
+    let parts: Vec<&str> = text.split(':').collect();
+    let account = |id: &str| id.len() == 12 && id.bytes().all(|b| b.is_ascii_digit());
+    let (name, qualifier) = match parts.as_slice() {
+        [name] => (*name, None),
+        [name, qualifier] => (*name, Some(*qualifier)),
+        [id, "function", name] if account(id) => (*name, None),
+        [id, "function", name, qualifier] if account(id) => (*name, Some(*qualifier)),
+        ["arn", _, "lambda", region, id, "function", name, rest @ ..]
+            if account(id) && rest.len() <= 1 =>
+        {
+            if *region != crate::local_aws::REGION {
+                return Err(not_found(&text));
+            }
+            (*name, rest.first().copied())
+        }
+        _ => return Err(invalid(&text)),
+    };
+    let valid_name = !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+    if !valid_name {
+        return Err(invalid(&text));
+    }
+    match qualifier {
+        None | Some("$LATEST") => Ok(name.to_owned()),
+        Some(_) => Err(not_found(&text)),
+    }
+}
+
+/// `text` with its `%XX` escapes decoded; `None` for a broken escape or bytes
+/// that are not UTF-8.
+fn percent_decoded(text: &str) -> Option<String> {
+    let mut bytes = Vec::with_capacity(text.len());
+    let mut rest = text.as_bytes();
+    while let Some((&byte, tail)) = rest.split_first() {
+        if byte == b'%' {
+            let hex = std::str::from_utf8(tail.get(..2)?).ok()?;
+            bytes.push(u8::from_str_radix(hex, 16).ok()?);
+            rest = &tail[2..];
+        } else {
+            bytes.push(byte);
+            rest = tail;
+        }
+    }
+    String::from_utf8(bytes).ok()
 }
 
 /// The API's answer for a pool's answer.
@@ -325,6 +402,63 @@ mod tests {
         }
         let long = format!("POST /{} HTTP/1.1\r\n\r\n", "a".repeat(MAX_LINE));
         assert_eq!(answered(&long).status, 400);
+    }
+
+    #[test]
+    fn a_function_is_named_by_name_arn_or_partial_arn() {
+        for (path, name) in [
+            ("ArrowWorkerFunction", "ArrowWorkerFunction"),
+            ("arrow-worker", "arrow-worker"),
+            ("ArrowWorkerFunction:$LATEST", "ArrowWorkerFunction"),
+            (
+                "arn%3Aaws%3Alambda%3Aus-east-1%3A123456789012%3Afunction%3AArrowWorkerFunction",
+                "ArrowWorkerFunction",
+            ),
+            (
+                "arn:aws:lambda:us-east-1:000000000000:function:F:%24LATEST",
+                "F",
+            ),
+            ("123456789012%3Afunction%3AF", "F"),
+            ("123456789012:function:F:$LATEST", "F"),
+        ] {
+            assert_eq!(function_name(path).ok().as_deref(), Some(name), "{path}");
+        }
+        let status = |path: &str| function_name(path).err().map(|reply| reply.status);
+        // Another region's function, or a version or alias local functions lack.
+        assert_eq!(
+            status("arn:aws:lambda:eu-west-1:123456789012:function:F"),
+            Some(404)
+        );
+        assert_eq!(status("F:1"), Some(404));
+        assert_eq!(
+            status("arn:aws:lambda:us-east-1:123456789012:function:F:prod"),
+            Some(404)
+        );
+        for bad in [
+            "",
+            "%",
+            "%4",
+            "%zz",
+            "%ff",
+            "a/b",
+            "F:1:2",
+            "12345:function:F",
+            "arn:aws:lambda:us-east-1:123456789012:layer:F",
+            "arn:aws:lambda:us-east-1:123456789012:function:F:1:2",
+            "arn:aws:lambda:us-east-1:123456789012:function:",
+        ] {
+            assert_eq!(status(bad), Some(400), "{bad:?}");
+        }
+
+        let served = answered(
+            "POST /2015-03-31/functions/arn%3Aaws%3Alambda%3Aus-east-1%3A123456789012%3Afunction%3ANope/invocations HTTP/1.1\r\ncontent-length: 2\r\n\r\n{}",
+        );
+        assert_eq!(served.status, 404);
+        assert!(
+            served.body.contains("Function not found: Nope"),
+            "{}",
+            served.body
+        );
     }
 
     #[test]

@@ -4,7 +4,9 @@
 //!
 //! A finding is an IAM grant wider than it has to be: an AWS managed policy
 //! attached to a role (the Lambda ones allow their actions on every resource),
-//! an action or resource with a wildcard, or `NotAction`/`NotResource`.
+//! an action or resource with a wildcard, or `NotAction`/`NotResource`. One
+//! wildcard is as narrow as S3 allows and passes: the objects under a named
+//! key prefix of one of the template's buckets (`${Bucket.Arn}/partials/*`).
 
 use crate::tools;
 use serde_json::Value;
@@ -99,7 +101,7 @@ fn check_document(label: &str, document: &Value, found: &mut Vec<String>) {
             }
         }
         for resource in strings(&statement["Resource"]) {
-            if resource.contains('*') {
+            if resource.contains('*') && !is_key_prefix(&resource) {
                 found.push(format!("{at}: resource {resource}"));
             }
         }
@@ -108,6 +110,24 @@ fn check_document(label: &str, document: &Value, found: &mut Vec<String>) {
 
 /// The literal strings of a value: itself, a list's, and the format string of
 /// `Fn::Sub` (`Ref`/`Fn::GetAtt` name one resource and are never wildcards).
+/// Whether `resource` is `${<LogicalId>.Arn}/<prefix>/*`: the objects under
+/// one key prefix of one bucket, the wildcard only at the end.
+fn is_key_prefix(resource: &str) -> bool {
+    let Some(rest) = resource.strip_prefix("${") else {
+        return false;
+    };
+    let Some((logical, path)) = rest.split_once(".Arn}/") else {
+        return false;
+    };
+    let Some(prefix) = path.strip_suffix("/*") else {
+        return false;
+    };
+    !logical.is_empty()
+        && logical.chars().all(|c| c.is_ascii_alphanumeric())
+        && !prefix.is_empty()
+        && !prefix.contains(['*', '?', '$'])
+}
+
 fn strings(value: &Value) -> Vec<String> {
     match value {
         Value::String(s) => vec![s.clone()],
@@ -141,6 +161,28 @@ mod tests {
                     "Resource": {"Fn::GetAtt": ["OrdersTable", "Arn"]}}]),
         );
         assert_eq!(findings(&template), Vec::<String>::new());
+        let objects = role(
+            json!([]),
+            json!([{"Effect": "Allow", "Action": ["s3:GetObject"],
+                    "Resource": [{"Fn::Sub": "${Bucket.Arn}/partials/*"}]}]),
+        );
+        assert_eq!(findings(&objects), Vec::<String>::new());
+    }
+
+    #[test]
+    fn only_a_named_key_prefix_of_one_bucket_may_end_in_a_wildcard() {
+        for wide in [
+            "${Bucket.Arn}/*",
+            "${Bucket.Arn}*",
+            "${Bucket.Arn}/a*/*",
+            "${Bucket.Arn}/${Prefix}/*",
+            "arn:aws:s3:::bucket/partials/*",
+            "${Bucket.Arn}/partials/*/x",
+        ] {
+            assert!(!is_key_prefix(wide), "{wide}");
+        }
+        assert!(is_key_prefix("${Bucket.Arn}/partials/*"));
+        assert!(is_key_prefix("${Bucket.Arn}/a/b/*"));
     }
 
     #[test]

@@ -1,8 +1,9 @@
 //! The Docker-free local AWS the end-to-end suite, `cargo xtask run` and the
 //! lab run the application on: `template.yaml` read as AWS would read it, the
-//! functions under the Lambda runtime interface emulator, DynamoDB Local and
-//! ElasticMQ, the SQS event source mapping, the pinned tools that provide them,
-//! and the process groups and loopback ports they run on.
+//! functions under the Lambda runtime interface emulator, DynamoDB Local,
+//! ElasticMQ, moto (Step Functions and S3), the SQS event source mapping, the
+//! pinned tools that provide them, and the process groups and loopback ports
+//! they run on.
 
 pub mod cgroup;
 pub mod checkov;
@@ -15,12 +16,14 @@ pub mod lambda_api;
 pub mod lambda_rules;
 pub mod least_privilege;
 pub mod local_aws;
+pub mod moto;
 pub mod pool;
 pub mod process;
 pub mod runner;
 pub mod sam;
 pub mod sam_local;
 pub mod schedule;
+pub mod step_functions;
 pub mod template;
 pub mod tls_front;
 pub mod tools;

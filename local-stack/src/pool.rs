@@ -171,6 +171,16 @@ impl Pool<Emulator> {
             .collect()
     }
 
+    /// The highest peak memory of the idle environments' cgroups (emulator
+    /// and function), or `None` where limits are not enforced.
+    pub fn peak_memory_bytes(&self) -> Option<u64> {
+        self.state()
+            .idle
+            .iter()
+            .filter_map(Emulator::peak_memory_bytes)
+            .max()
+    }
+
     /// Everything the idle environments printed, one after the other.
     pub fn logs(&self) -> String {
         self.state().idle.iter().map(Emulator::logs).collect()

@@ -5,10 +5,13 @@
 //! the runtime interface emulator with the memory, timeout and environment the
 //! template declares (only the AWS endpoints, and queue URLs, point at the
 //! local servers); the
-//! local event source mapping between the order queue and the order processor.
+//! local event source mapping between the order queue and the order processor;
+//! moto as Step Functions and S3, with the template's buckets and state
+//! machines, whose Lambda tasks call the local Lambda Invoke API.
 //! Then the demonstration: the sample orders go through the queue, the
 //! password samples through the hasher, the Arrow worker reports on what
-//! was stored, and each schedule of the template fires once. Everything started is stopped on return, error or Ctrl-C.
+//! was stored, each schedule of the template fires once, and the report state
+//! machine fans a report out over the worker. Everything started is stopped on return, error or Ctrl-C.
 
 use crate::cgroup::{self, Limits};
 use crate::dynamodb_local::{self, DynamoDbLocal};
@@ -16,7 +19,9 @@ use crate::elasticmq::{self, ElasticMq, LocalQueue};
 use crate::event_source::{self, EventSource};
 use crate::lambda_api::{LambdaApi, Served};
 use crate::local_aws::function_env;
+use crate::moto::{self, Moto};
 use crate::pool::{Pool, Size};
+use crate::step_functions::{self, LocalStateMachine};
 use crate::template::{SqsSource, Template};
 use crate::tls_front::{Authority, CA_FILE_VARIABLE, TlsFront};
 use crate::{process, schedule, tools};
@@ -53,7 +58,7 @@ pub struct Summary {
     pub orders_stored: u64,
     /// Messages in the dead-letter queue afterwards.
     pub dead_lettered: u64,
-    /// Sample events that were not answered as expected.
+    /// Sample events, schedules and the fan-out report that did not end as expected.
     pub failures: Vec<String>,
 }
 
@@ -64,8 +69,12 @@ struct Stack {
     queues: Vec<LocalQueue>,
     functions: Vec<(String, Arc<Pool>)>,
     lambda: LambdaApi,
-    /// HTTPS in front of DynamoDB Local and ElasticMQ, for the functions.
-    _fronts: [TlsFront; 2],
+    /// Step Functions and S3.
+    moto: Moto,
+    buckets: Vec<String>,
+    state_machines: Vec<LocalStateMachine>,
+    /// HTTPS in front of DynamoDB Local, ElasticMQ and moto, for the functions.
+    _fronts: [TlsFront; 3],
     logs: PathBuf,
 }
 
@@ -76,6 +85,13 @@ impl Stack {
             .find(|(name, _)| name == binary)
             .map(|(_, pool)| pool.as_ref())
             .ok_or_else(|| format!("no function {binary} is running"))
+    }
+
+    fn state_machine(&self, logical_id: &str) -> Result<&LocalStateMachine, String> {
+        self.state_machines
+            .iter()
+            .find(|m| m.logical_id == logical_id)
+            .ok_or_else(|| format!("no state machine {logical_id}"))
     }
 
     fn queue(&self, logical_id: &str) -> Result<&LocalQueue, String> {
@@ -114,6 +130,7 @@ pub fn run(options: Options, build_dir: &Path, logs: &Path) -> Result<Summary, S
         failures,
     )?;
     fire_schedules(&stack, &template, &runtime, &mut summary.failures)?;
+    fan_out_report(&stack, &mut summary.failures)?;
 
     println!("\nCold starts (init duration under the emulator, one per environment):");
     for (name, pool) in &stack.functions {
@@ -151,12 +168,16 @@ fn start(
         &elasticmq.client(),
         Some(options.visibility_timeout_s),
     ))?;
+    // moto starts last (it needs the Lambda API, which needs the functions'
+    // environment, which names moto's TLS front): its port is chosen now.
+    let moto_port = process::free_port().map_err(|e| format!("a port for moto: {e}"))?;
     // Functions reach the servers over HTTPS, as on AWS (see `tls_front`).
     let ca_file = logs.join("certificate-authority.pem");
     let authority = Authority::new(&ca_file)?;
     let fronts = [
         TlsFront::start(&authority, dynamodb.port())?,
         TlsFront::start(&authority, elasticmq.port())?,
+        TlsFront::start(&authority, moto_port)?,
     ];
     println!("Local stack, all on 127.0.0.1, stopped on exit or Ctrl-C:");
     println!(
@@ -177,11 +198,16 @@ fn start(
         "  TLS: a certificate authority made for this run, given to the functions in {CA_FILE_VARIABLE}={}",
         relative(&ca_file)
     );
-    let (dynamodb_url, sqs_url) = (fronts[0].endpoint(), fronts[1].endpoint());
+    let (dynamodb_url, sqs_url, s3_url) = (
+        fronts[0].endpoint(),
+        fronts[1].endpoint(),
+        fronts[2].endpoint(),
+    );
     let ca_path = ca_file.to_string_lossy().into_owned();
     let env = function_env(&[
         ("AWS_ENDPOINT_URL_DYNAMODB", dynamodb_url.as_str()),
         ("AWS_ENDPOINT_URL_SQS", sqs_url.as_str()),
+        ("AWS_ENDPOINT_URL_S3", s3_url.as_str()),
         (CA_FILE_VARIABLE, ca_path.as_str()),
     ]);
     let specs: Vec<_> = queues.iter().map(|q| q.spec.clone()).collect();
@@ -255,6 +281,23 @@ fn start(
         "  Lambda Invoke API  {}  (aws lambda invoke --endpoint-url ..., function names: logical id or binary)",
         lambda.endpoint()
     );
+    let moto = Moto::start_on(moto_port, &lambda.endpoint(), &logs.join("moto.log"))?;
+    let buckets = moto::create_buckets(template, &moto.endpoint())?;
+    let state_machines = step_functions::create_state_machines(
+        template,
+        &step_functions::Client::new(&moto.endpoint()),
+    )?;
+    let machine_names: Vec<&str> = state_machines
+        .iter()
+        .map(|m| m.logical_id.as_str())
+        .collect();
+    println!(
+        "  moto (Step Functions, S3)  {} (functions: {})  buckets: {}  state machines: {} (Lambda tasks call the Lambda Invoke API)",
+        moto.endpoint(),
+        s3_url,
+        buckets.join(", "),
+        machine_names.join(", ")
+    );
     let functions = functions
         .into_iter()
         .map(|(_, binary, pool)| (binary, pool))
@@ -265,6 +308,9 @@ fn start(
         queues,
         functions,
         lambda,
+        moto,
+        buckets,
+        state_machines,
         _fronts: fronts,
         logs: logs.to_path_buf(),
     })
@@ -435,6 +481,44 @@ fn fire_schedules(
     Ok(())
 }
 
+/// The input of the demonstration's fan-out report.
+fn report_input() -> Value {
+    serde_json::json!({"query": {"group_by": "customer"}, "total_segments": 4})
+}
+
+/// One execution of `OrdersReportStateMachine`: the worker fanned out over
+/// four scan segments, then the merge; its status and a summary of its output.
+fn fan_out_report(stack: &Stack, failures: &mut Vec<String>) -> Result<(), String> {
+    const MACHINE: &str = "OrdersReportStateMachine";
+    let machine = stack.state_machine(MACHINE)?;
+    let input = report_input();
+    println!("\n5. State machine {MACHINE} (Step Functions on moto), input {input}:");
+    let client = step_functions::Client::new(&stack.moto.endpoint());
+    let started = Instant::now();
+    let execution_arn = client.start_execution(&machine.arn, &input, None)?;
+    let execution = client.wait(&execution_arn, Duration::from_secs(300))?;
+    let seconds = started.elapsed().as_secs_f64();
+    let line = match (&execution.output, &execution.error) {
+        (Some(output), None) if execution.succeeded() => summarize(output),
+        _ => format!(
+            "{}: {}",
+            execution.error.as_deref().unwrap_or("no error name"),
+            execution
+                .cause
+                .as_deref()
+                .unwrap_or("no cause")
+                .chars()
+                .take(300)
+                .collect::<String>()
+        ),
+    };
+    println!("   {} in {seconds:.1} s: {line}", execution.status);
+    if !execution.succeeded() {
+        failures.push(format!("{MACHINE}: {} {line}", execution.status));
+    }
+    Ok(())
+}
+
 /// One line about an answer of the hasher or the Arrow worker.
 fn summarize(answer: &Value) -> String {
     let mut parts = Vec::new();
@@ -547,6 +631,25 @@ fn keep_running(
         "  aws --endpoint-url {} dynamodb scan --table-name OrdersTable",
         stack.dynamodb.endpoint()
     );
+    let moto = stack.moto.endpoint();
+    let input = report_input().to_string();
+    for machine in &stack.state_machines {
+        println!(
+            "  aws --endpoint-url {moto} stepfunctions start-execution --state-machine-arn {} --input '{input}'",
+            machine.arn
+        );
+        let request = serde_json::json!({"stateMachineArn": machine.arn, "input": input});
+        println!(
+            "  curl -s --aws-sigv4 aws:amz:{}:states --user local:local -H 'X-Amz-Target: AWSStepFunctions.StartExecution' -H 'Content-Type: application/x-amz-json-1.0' -d '{request}' {moto}",
+            crate::local_aws::REGION
+        );
+    }
+    println!(
+        "  aws --endpoint-url {moto} stepfunctions describe-execution --execution-arn ARN  (the executionArn started above)"
+    );
+    for bucket in &stack.buckets {
+        println!("  aws --endpoint-url {moto} s3 ls s3://{bucket} --recursive");
+    }
     println!("(any access key works locally) Press Ctrl-C to stop everything.");
     let mapping = EventSource::new(&sqs, queue, source);
     loop {

@@ -15,6 +15,12 @@ pub const CARGO_LAMBDA_VERSION: &str = "1.9.2";
 /// checkov (PyPI): policy checks of `template.yaml`, in a venv of its own (its
 /// dependencies are not aws-sam-cli's).
 pub const CHECKOV_VERSION: &str = "3.3.30";
+/// moto (PyPI, Apache-2.0): the local Step Functions (its state-machine
+/// interpreter runs executions) and S3, in a venv of its own. Installed with
+/// the extras [`MOTO_EXTRAS`].
+pub const MOTO_VERSION: &str = "5.2.5";
+/// moto's extras: its HTTP server, the Step Functions interpreter's parser, S3.
+pub const MOTO_EXTRAS: &str = "server,stepfunctions,s3";
 /// DynamoDB Local (Maven Central, `com.amazonaws:DynamoDBLocal`).
 pub const DYNAMODB_LOCAL_VERSION: &str = "2.6.1";
 /// ElasticMQ, an SQS-compatible server (Maven Central,
@@ -54,6 +60,22 @@ pub fn venv_bin() -> PathBuf {
 /// The venv holding checkov.
 pub fn checkov_venv() -> PathBuf {
     dir().join("checkov-venv")
+}
+
+/// The venv holding moto.
+pub fn moto_venv() -> PathBuf {
+    dir().join("moto-venv")
+}
+
+/// The Python of [`moto_venv`].
+pub fn moto_python() -> PathBuf {
+    moto_venv().join("bin").join("python")
+}
+
+/// The launcher that runs moto's server for the local stack (see
+/// `local-stack/python/moto_server.py`).
+pub fn moto_launcher() -> PathBuf {
+    workspace_root().join("local-stack/python/moto_server.py")
 }
 
 /// Where DynamoDB Local's jars are copied.
@@ -153,15 +175,18 @@ fn install_venv() -> Result<(), String> {
             ("cargo-lambda", CARGO_LAMBDA_VERSION),
         ],
     )?;
-    pip_install(&checkov_venv(), &[("checkov", CHECKOV_VERSION)])
+    pip_install(&checkov_venv(), &[("checkov", CHECKOV_VERSION)])?;
+    let moto = format!("moto[{MOTO_EXTRAS}]");
+    pip_install(&moto_venv(), &[(moto.as_str(), MOTO_VERSION)])
 }
 
 /// Make `venv` hold exactly the `wanted` versions (creating it if needed).
+/// A package may name extras (`moto[s3]`); only its version is checked.
 fn pip_install(venv: &Path, wanted: &[(&str, &str)]) -> Result<(), String> {
-    if wanted
-        .iter()
-        .all(|(package, version)| installed_pip_version(venv, package).as_deref() == Some(version))
-    {
+    if wanted.iter().all(|(package, version)| {
+        let name = package.split('[').next().unwrap_or(package);
+        installed_pip_version(venv, name).as_deref() == Some(version)
+    }) {
         return Ok(());
     }
     let pip = venv.join("bin").join("pip");

@@ -1,10 +1,11 @@
 //! The Arrow worker's test doubles: order items as the order processor stores
 //! them (generated, deterministic for a seed) and [`MemoryStore`], an in-memory
-//! [`Store`], so the worker's handler runs without a network in tests, the
+//! [`Store`] (orders, reports, bucket objects), so the worker's handler runs
+//! without a network in tests, the
 //! fuzz checks and the lab.
 
 use arrow_worker::columns::Item;
-use arrow_worker::store::{Page, Store, StoreError};
+use arrow_worker::store::{ObjectError, Page, Source, Store, StoreError};
 use aws_sdk_dynamodb::types::AttributeValue;
 use shared::orders::attr;
 use std::sync::{Arc, Mutex};
@@ -47,10 +48,16 @@ pub fn items(n: usize, customers: u64, seed: u64) -> Vec<Item> {
                 rng.u64(1..1_000_000),
                 rng.u64(1..50),
             );
-            item.insert(
-                attr::ORDER_ID.into(),
-                AttributeValue::S(format!("ord-{seed}-{i:08}")),
-            );
+            let order_id = format!("ord-{seed}-{i:08}");
+            let created_at_ms = item
+                .get(attr::CREATED_AT_MS)
+                .and_then(|v| v.as_n().ok())
+                .and_then(|n| n.parse().ok())
+                .unwrap_or(START_MS);
+            if let Some(key) = shared::orders::day_shard(&order_id, created_at_ms) {
+                item.insert(attr::DAY_SHARD.into(), AttributeValue::S(key));
+            }
+            item.insert(attr::ORDER_ID.into(), AttributeValue::S(order_id));
             item
         })
         .collect()
@@ -65,6 +72,8 @@ pub struct MemoryStore {
     items: Arc<Vec<Item>>,
     page_size: usize,
     reports: Arc<Mutex<Vec<(String, String)>>>,
+    objects: Arc<Mutex<std::collections::BTreeMap<String, Vec<u8>>>>,
+    reads: Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl MemoryStore {
@@ -74,7 +83,19 @@ impl MemoryStore {
             items: Arc::new(items),
             page_size: page_size.max(1),
             reports: Arc::default(),
+            objects: Arc::default(),
+            reads: Arc::default(),
         }
+    }
+
+    /// Items read so far (every page of every source).
+    pub fn items_read(&self) -> u64 {
+        self.reads.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// The objects stored so far, by key.
+    pub fn objects(&self) -> std::collections::BTreeMap<String, Vec<u8>> {
+        self.objects.lock().map(|o| o.clone()).unwrap_or_default()
     }
 
     /// The reports saved so far, as `(id, body)`.
@@ -86,13 +107,34 @@ impl MemoryStore {
 /// Position of the next page, as a start key (the segment-local index).
 const POSITION: &str = "position";
 
+impl MemoryStore {
+    /// The items of `source`, in store order.
+    fn items_of(&self, source: &Source) -> Vec<&Item> {
+        match source {
+            Source::Segment {
+                segment,
+                total_segments,
+            } => self
+                .items
+                .iter()
+                .skip(*segment as usize)
+                .step_by((*total_segments).max(1) as usize)
+                .collect(),
+            Source::DayShard(key) => self
+                .items
+                .iter()
+                .filter(|item| {
+                    item.get(attr::DAY_SHARD)
+                        .and_then(|v| v.as_s().ok())
+                        .is_some_and(|k| k == key)
+                })
+                .collect(),
+        }
+    }
+}
+
 impl Store for MemoryStore {
-    async fn scan_page(
-        &self,
-        segment: u32,
-        total_segments: u32,
-        start: Option<Item>,
-    ) -> Result<Page, StoreError> {
+    async fn read_page(&self, source: &Source, start: Option<Item>) -> Result<Page, StoreError> {
         let skip = match start.as_ref().and_then(|s| s.get(POSITION)) {
             None => 0,
             Some(v) => v
@@ -101,21 +143,17 @@ impl Store for MemoryStore {
                 .and_then(|n| n.parse().ok())
                 .ok_or_else(|| StoreError("bad start key".into()))?,
         };
-        let total = total_segments.max(1) as usize;
-        let mine = self
-            .items
+        let mine = self.items_of(source);
+        let items: Vec<Item> = mine
             .iter()
-            .skip(segment as usize)
-            .step_by(total)
-            .skip(skip);
-        let items: Vec<Item> = mine.take(self.page_size).cloned().collect();
+            .skip(skip)
+            .take(self.page_size)
+            .map(|&item| item.clone())
+            .collect();
         let end = skip + items.len();
-        let more = self
-            .items
-            .len()
-            .saturating_sub(segment as usize)
-            .div_ceil(total)
-            > end;
+        let more = mine.len() > end;
+        self.reads
+            .fetch_add(items.len() as u64, std::sync::atomic::Ordering::Relaxed);
         let next =
             more.then(|| Item::from([(POSITION.to_owned(), AttributeValue::N(end.to_string()))]));
         Ok(Page { items, next })
@@ -130,6 +168,28 @@ impl Store for MemoryStore {
         reports.push((id.to_owned(), body));
         Ok(())
     }
+
+    async fn put_object(&self, key: &str, bytes: Vec<u8>) -> Result<(), ObjectError> {
+        self.objects
+            .lock()
+            .map_err(|_| ObjectError("object map poisoned".into()))?
+            .insert(key.to_owned(), bytes);
+        Ok(())
+    }
+
+    async fn get_object(&self, key: &str, max_bytes: usize) -> Result<Vec<u8>, ObjectError> {
+        let objects = self
+            .objects
+            .lock()
+            .map_err(|_| ObjectError("object map poisoned".into()))?;
+        let bytes = objects
+            .get(key)
+            .ok_or_else(|| ObjectError(format!("GetObject {key}: NoSuchKey")))?;
+        if bytes.len() > max_bytes {
+            return Err(ObjectError(format!("{key} is larger than {max_bytes}")));
+        }
+        Ok(bytes.clone())
+    }
 }
 
 #[cfg(test)]
@@ -143,7 +203,11 @@ mod tests {
         for segment in 0..3 {
             let mut start = None;
             loop {
-                let page = store.scan_page(segment, 3, start).await.unwrap();
+                let source = Source::Segment {
+                    segment,
+                    total_segments: 3,
+                };
+                let page = store.read_page(&source, start).await.unwrap();
                 assert!(page.items.len() <= 4);
                 seen += page.items.len();
                 match page.next {
@@ -154,7 +218,11 @@ mod tests {
         }
         assert_eq!(seen, 23);
         let empty = MemoryStore::new(Vec::new(), 4);
-        let page = empty.scan_page(0, 1, None).await.unwrap();
+        let whole = Source::Segment {
+            segment: 0,
+            total_segments: 1,
+        };
+        let page = empty.read_page(&whole, None).await.unwrap();
         assert!(page.items.is_empty() && page.next.is_none());
     }
 

@@ -564,3 +564,139 @@ pub async fn assert_reconciled(
         "order queue empty"
     );
 }
+
+/// moto as Step Functions and S3, with the template's buckets and state
+/// machines, their Lambda tasks sent to a local Lambda Invoke API; functions
+/// reach its S3 over HTTPS (see [`LocalDynamoDb`]). Made in two steps, as the
+/// functions' environment names the server before it can start: [`new`]
+/// chooses its port and starts the TLS front ([`env`] is then complete),
+/// [`start`] starts moto once the Invoke API is up.
+///
+/// [`new`]: LocalAnalytics::new
+/// [`env`]: LocalAnalytics::env
+/// [`start`]: LocalAnalytics::start
+pub struct LocalAnalytics {
+    port: u16,
+    _front: local_stack::tls_front::TlsFront,
+    s3_endpoint: String,
+    running: Option<RunningAnalytics>,
+}
+
+struct RunningAnalytics {
+    server: local_stack::moto::Moto,
+    client: local_stack::step_functions::Client,
+    buckets: Vec<String>,
+    state_machines: Vec<local_stack::step_functions::LocalStateMachine>,
+}
+
+impl LocalAnalytics {
+    /// The state machine [`LocalAnalytics::run`] runs.
+    pub const REPORT: &str = "OrdersReportStateMachine";
+
+    /// A free port for moto and HTTPS in front of it (nothing listens
+    /// behind the front until [`LocalAnalytics::start`]).
+    pub fn new() -> Self {
+        let port = local_stack::process::free_port().unwrap_or_else(|e| panic!("free port: {e}"));
+        let front = tls_front(port);
+        Self {
+            port,
+            s3_endpoint: front.endpoint(),
+            _front: front,
+            running: None,
+        }
+    }
+
+    /// Start moto, its Lambda tasks calling the Invoke API at
+    /// `lambda_endpoint`, and create the template's buckets and state machines.
+    pub fn start(&mut self, lambda_endpoint: &str) {
+        let server = local_stack::moto::Moto::start_on(
+            self.port,
+            lambda_endpoint,
+            &scratch("moto").with_extension("log"),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let template = template();
+        let buckets = local_stack::moto::create_buckets(&template, &server.endpoint())
+            .unwrap_or_else(|e| panic!("{e}"));
+        let client = local_stack::step_functions::Client::new(&server.endpoint());
+        let state_machines = local_stack::step_functions::create_state_machines(&template, &client)
+            .unwrap_or_else(|e| panic!("{e}"));
+        self.running = Some(RunningAnalytics {
+            server,
+            client,
+            buckets,
+            state_machines,
+        });
+    }
+
+    fn running(&self) -> &RunningAnalytics {
+        self.running
+            .as_ref()
+            .unwrap_or_else(|| panic!("LocalAnalytics::start was not called"))
+    }
+
+    /// The S3 endpoint functions use (HTTPS).
+    pub fn s3_endpoint(&self) -> &str {
+        &self.s3_endpoint
+    }
+
+    /// Environment variables for a function using this S3 (over TLS).
+    pub fn env(&self) -> Vec<(&str, &str)> {
+        vec![
+            ("AWS_ENDPOINT_URL_S3", &self.s3_endpoint),
+            (local_stack::tls_front::CA_FILE_VARIABLE, ca_file()),
+        ]
+    }
+
+    /// The server (plain HTTP on loopback, for the test's own requests).
+    pub fn server(&self) -> &local_stack::moto::Moto {
+        &self.running().server
+    }
+
+    /// A Step Functions client for the server.
+    pub fn client(&self) -> &local_stack::step_functions::Client {
+        &self.running().client
+    }
+
+    /// The buckets created.
+    pub fn buckets(&self) -> &[String] {
+        &self.running().buckets
+    }
+
+    /// The ARN of the template's state machine `logical_id`.
+    pub fn state_machine_arn(&self, logical_id: &str) -> &str {
+        self.running()
+            .state_machines
+            .iter()
+            .find(|m| m.logical_id == logical_id)
+            .map(|m| m.arn.as_str())
+            .unwrap_or_else(|| panic!("no state machine {logical_id}"))
+    }
+
+    /// Run [`LocalAnalytics::REPORT`] with `input` to its end (at most five
+    /// minutes): how it ended.
+    pub fn run(&self, input: &serde_json::Value) -> local_stack::step_functions::Execution {
+        self.run_machine(self.state_machine_arn(Self::REPORT), input)
+    }
+
+    /// Run the state machine `arn` with `input` to its end (at most five minutes).
+    pub fn run_machine(
+        &self,
+        arn: &str,
+        input: &serde_json::Value,
+    ) -> local_stack::step_functions::Execution {
+        let client = self.client();
+        let execution = client
+            .start_execution(arn, input, None)
+            .unwrap_or_else(|e| panic!("{e}"));
+        client
+            .wait(&execution, std::time::Duration::from_secs(300))
+            .unwrap_or_else(|e| panic!("{e}\n{}", self.server().logs()))
+    }
+}
+
+impl Default for LocalAnalytics {
+    fn default() -> Self {
+        Self::new()
+    }
+}

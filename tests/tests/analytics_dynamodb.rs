@@ -1,12 +1,13 @@
 //! The Arrow worker against DynamoDB Local, over orders written through the
 //! order processor's own store: one full scan, segments + merge, and a
 //! straightforward reference computation (money per group and currency) all
-//! agree; malformed items are skipped and counted; the daily report lands in
-//! the reports table.
+//! agree; malformed items are skipped and counted; the daily report reads
+//! only its day (through the day index) and lands in the reports table.
 
 use arrow_worker::answer::{Answer, Group};
+use arrow_worker::aws::AwsStore;
 use arrow_worker::config::Config;
-use arrow_worker::dynamodb::{DynamoStore as ReportStore, report_attr};
+use arrow_worker::dynamodb::{DynamoTables, report_attr};
 use arrow_worker::handler::Handler;
 use arrow_worker::query::{GroupBy, MAX_LIMIT, Query, Segment};
 use aws_sdk_dynamodb::types::AttributeValue;
@@ -21,9 +22,10 @@ const ORDERS: u64 = 3_000;
 const ORDERS_TABLE: &str = "OrdersTable";
 const REPORTS_TABLE: &str = "ReportsTable";
 
-fn valid_orders() -> Vec<ValidOrder> {
+/// Sample orders `step` minutes apart (the samples wrap around after 30 days).
+fn valid_orders(step: u64) -> Vec<ValidOrder> {
     (0..ORDERS)
-        .map(|n| validate(testkit::orders::order(n)).expect("sample orders are valid"))
+        .map(|n| validate(testkit::orders::order(n * step)).expect("sample orders are valid"))
         .collect()
 }
 
@@ -113,20 +115,20 @@ fn summary(groups: &[Group]) -> Summary {
         .collect()
 }
 
-fn worker(ddb: &LocalDynamoDb, workers: usize) -> Handler<ReportStore> {
+fn worker(ddb: &LocalDynamoDb, workers: usize) -> Handler<AwsStore> {
     let env = [
         ("TABLE_NAME", ORDERS_TABLE),
         ("REPORTS_TABLE", REPORTS_TABLE),
     ];
     let config = Config::from_env(&env).expect("config");
-    let store = ReportStore::new(ddb.server.client(), ORDERS_TABLE, REPORTS_TABLE);
-    Handler::new(store, config, workers, None)
+    let tables = DynamoTables::new(ddb.server.client(), ORDERS_TABLE, REPORTS_TABLE);
+    Handler::new(AwsStore::new(tables, None), config, workers, None)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn segments_and_merge_equal_a_full_scan_and_the_reference() {
     let ddb = LocalDynamoDb::start().await;
-    let orders = valid_orders();
+    let orders = valid_orders(1);
     write_orders(&ddb, &orders).await;
     let w = worker(&ddb, 2);
 
@@ -190,26 +192,55 @@ async fn segments_and_merge_equal_a_full_scan_and_the_reference() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_daily_report_is_stored_as_an_item() {
+async fn the_daily_report_reads_only_its_day_and_is_stored_as_an_item() {
     let ddb = LocalDynamoDb::start().await;
-    let orders = valid_orders();
+    // 3,000 orders 15 minutes apart: 30 days, about 100 orders a day.
+    let orders = valid_orders(15);
     write_orders(&ddb, &orders).await;
     let w = worker(&ddb, 2);
+    let day = "2026-11-12";
+    let from = time::macros::datetime!(2026-11-12 00:00 UTC).unix_timestamp() * 1_000;
+    let window = (from, from + 86_400_000);
+    let days: std::collections::BTreeSet<&str> =
+        orders.iter().map(|o| &o.order.created_at[..10]).collect();
+    assert_eq!(days.len(), 30, "the table holds 30 days");
+    let of_the_day = orders
+        .iter()
+        .filter(|o| (window.0..window.1).contains(&o.created_at_ms))
+        .count() as u64;
+
     let event = lambda_runtime::LambdaEvent::new(
-        serde_json::json!({"operation": "daily_report", "day": "2026-11-02"}),
+        serde_json::json!({"operation": "daily_report", "day": day}),
         lambda_runtime::Context::default(),
     );
     let body = w.handle(event).await.expect("report");
-    assert_eq!(body["report_id"], "daily/2026-11-02");
-    let from = time::macros::datetime!(2026-11-02 00:00 UTC).unix_timestamp() * 1_000;
-    let expected = reference(&orders, GroupBy::Currency, (from, from + 86_400_000));
+    assert_eq!(body["report_id"], format!("daily/{day}"));
     let answer: Answer = serde_json::from_value({
         let mut b = body.clone();
         b.as_object_mut().map(|o| o.remove("report_id"));
         b
     })
     .expect("an answer");
+    let expected = reference(&orders, GroupBy::Currency, window);
     assert_eq!(summary(&answer.groups), expected);
+    // Only the day's orders were read: no scan of the other 29 days.
+    assert_eq!(answer.rows.scanned, of_the_day);
+    assert_eq!(answer.rows.matched, of_the_day);
+    // The same answer as the scan-and-filter it replaces.
+    let query = Query {
+        group_by: GroupBy::Currency,
+        from: Some(format!("{day}T00:00:00Z")),
+        to: Some("2026-11-13T00:00:00Z".into()),
+        limit: None,
+    };
+    let scanned = w.aggregate(query, None).await.expect("full scan");
+    assert_eq!(scanned.groups, answer.groups);
+    assert_eq!(scanned.rows.scanned, ORDERS + 3);
+    eprintln!(
+        "daily report of {day}: read {} items of {} in the table",
+        answer.rows.scanned,
+        ORDERS + 3
+    );
 
     let stored = ddb
         .server
@@ -218,7 +249,7 @@ async fn the_daily_report_is_stored_as_an_item() {
         .table_name(REPORTS_TABLE)
         .key(
             report_attr::REPORT_ID,
-            AttributeValue::S("daily/2026-11-02".into()),
+            AttributeValue::S(format!("daily/{day}")),
         )
         .send()
         .await

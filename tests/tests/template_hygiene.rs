@@ -122,3 +122,53 @@ fn tables_are_encrypted_with_the_aws_owned_key() {
         );
     }
 }
+
+/// The day index the order processor writes and the daily report reads is
+/// the one the template declares, and the worker may query it (and only it).
+#[test]
+fn the_day_index_matches_the_code_and_the_worker_may_query_it() {
+    use shared::orders::{DAY_INDEX, attr};
+    let template = least_privilege::transformed(&workspace_root().join("template.yaml"))
+        .expect("the SAM transform of template.yaml");
+    let resources = &template["Resources"];
+    let indexes = resources["OrdersTable"]["Properties"]["GlobalSecondaryIndexes"]
+        .as_array()
+        .expect("OrdersTable has global secondary indexes");
+    let index = indexes
+        .iter()
+        .find(|i| i["IndexName"] == DAY_INDEX)
+        .unwrap_or_else(|| panic!("no index {DAY_INDEX}"));
+    let keys: Vec<_> = index["KeySchema"]
+        .as_array()
+        .expect("key schema")
+        .iter()
+        .map(|k| (k["AttributeName"].as_str(), k["KeyType"].as_str()))
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            (Some(attr::DAY_SHARD), Some("HASH")),
+            (Some(attr::CREATED_AT_MS), Some("RANGE"))
+        ]
+    );
+    let projected: Vec<_> = index["Projection"]["NonKeyAttributes"]
+        .as_array()
+        .expect("projected attributes")
+        .iter()
+        .filter_map(|a| a.as_str())
+        .collect();
+    for needed in arrow_worker::columns::PROJECTION {
+        let is_key = [attr::CREATED_AT_MS, attr::DAY_SHARD, attr::ORDER_ID].contains(&needed);
+        assert!(
+            is_key || projected.contains(&needed),
+            "{needed} is read by the daily report but not projected into {DAY_INDEX}"
+        );
+    }
+    let statements =
+        resources["ArrowWorkerRole"]["Properties"]["Policies"][0]["PolicyDocument"]["Statement"]
+            .to_string();
+    assert!(
+        statements.contains(&format!("${{OrdersTable.Arn}}/index/{DAY_INDEX}")),
+        "{statements}"
+    );
+}

@@ -249,6 +249,21 @@ impl Answer {
         })
     }
 
+    /// One segment's partial answer to be stored in S3 (see `partial.rs`):
+    /// every group, without the cap of an inline answer (the scan's
+    /// `MAX_ROWS` bounds it).
+    pub fn stored_partial(query: Query, segment: Segment, groups: Vec<Group>, rows: Rows) -> Self {
+        Self {
+            query,
+            segment: Some(segment),
+            groups_total: groups.len() as u64,
+            groups,
+            truncated: false,
+            rows,
+            run: Run::default(),
+        }
+    }
+
     /// The invocation's response: this answer as JSON, with the id of the
     /// report it was saved as, if any, at most [`MAX_ANSWER_BYTES`] long.
     /// Group keys and numbers vary in length (a merge's come from the

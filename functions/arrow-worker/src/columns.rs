@@ -108,17 +108,7 @@ fn number(item: &Item, name: &str, range: std::ops::RangeInclusive<i128>) -> Res
     }
 }
 
-/// The UTC day of `ms` since the epoch, as `YYYY-MM-DD`.
-pub fn day_of(ms: i64) -> Option<String> {
-    let at = time::OffsetDateTime::from_unix_timestamp(ms.div_euclid(1_000)).ok()?;
-    let date = at.date();
-    Some(format!(
-        "{:04}-{:02}-{:02}",
-        date.year(),
-        u8::from(date.month()),
-        date.day()
-    ))
-}
+pub use shared::orders::day_of;
 
 /// Whether `code` has the form of an ISO 4217 currency code: three letters A-Z.
 pub fn is_currency_code(code: &str) -> bool {

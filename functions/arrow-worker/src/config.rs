@@ -25,8 +25,37 @@ pub struct Config {
     /// `ARENA_WAIT_MS`: the most the first invocation waits for the pre-warm.
     pub arena_wait: Duration,
     /// `MAX_ROWS`: rows one invocation may read; more is an error that says to
-    /// fan out. Default: 1,000 per MB of function memory.
+    /// fan out. Default: 1,000 per MB of function memory. Also the most groups
+    /// a merge may hold.
     pub max_rows: u64,
+    /// `ANALYTICS_BUCKET`: where stored partials and answers over 6 MB go;
+    /// without it, fan-outs merge inline partials only.
+    pub analytics_bucket: Option<String>,
+    /// Path-style S3 addresses, for a local S3 server: set when an endpoint
+    /// override (`AWS_ENDPOINT_URL_S3` or `AWS_ENDPOINT_URL`) is configured.
+    pub s3_path_style: bool,
+    /// Largest object read back from the bucket: a quarter of the memory.
+    pub max_object_bytes: usize,
+}
+
+/// `ANALYTICS_BUCKET`, if set: 3 to 63 characters of a-z 0-9 . - (upper case
+/// too, for local servers that name buckets by logical id).
+fn bucket(env: &dyn Env) -> Result<Option<String>, ConfigError> {
+    let Some(name) = env.get("ANALYTICS_BUCKET")?.filter(|n| !n.is_empty()) else {
+        return Ok(None);
+    };
+    let valid = (3..=63).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-'));
+    if !valid {
+        return Err(ConfigError::new(
+            "ANALYTICS_BUCKET",
+            &name,
+            "must be an S3 bucket name: 3 to 63 characters of a-z 0-9 . -",
+        ));
+    }
+    Ok(Some(name))
 }
 
 impl Config {
@@ -59,6 +88,14 @@ impl Config {
                 0..=60_000,
             )?),
             max_rows: number_or(env, "MAX_ROWS", memory_mb * ROWS_PER_MB, 1..=100_000_000)?,
+            analytics_bucket: bucket(env)?,
+            s3_path_style: ["AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"]
+                .into_iter()
+                .map(|name| env.get(name))
+                .collect::<Result<Vec<_>, _>>()?
+                .into_iter()
+                .any(|v| v.is_some_and(|v| !v.is_empty())),
+            max_object_bytes: usize::try_from((memory_mb << 20) / 4).unwrap_or(usize::MAX),
         })
     }
 }
@@ -140,5 +177,28 @@ mod tests {
         }
         let err = Config::from_env(&[TABLES[0]]).unwrap_err();
         assert_eq!(err.setting, "REPORTS_TABLE");
+        let env = [TABLES[0], TABLES[1], ("ANALYTICS_BUCKET", "my bucket")];
+        assert_eq!(
+            Config::from_env(&env).unwrap_err().setting,
+            "ANALYTICS_BUCKET"
+        );
+    }
+
+    #[test]
+    fn the_bucket_is_optional_and_local_endpoints_use_path_style() {
+        let config = Config::from_env(&TABLES).unwrap();
+        assert_eq!(
+            (config.analytics_bucket, config.s3_path_style),
+            (None, false)
+        );
+        let env = [
+            TABLES[0],
+            TABLES[1],
+            ("ANALYTICS_BUCKET", "AnalyticsBucket"),
+            ("AWS_ENDPOINT_URL_S3", "https://127.0.0.1:4566"),
+        ];
+        let config = Config::from_env(&env).unwrap();
+        assert_eq!(config.analytics_bucket.as_deref(), Some("AnalyticsBucket"));
+        assert!(config.s3_path_style);
     }
 }

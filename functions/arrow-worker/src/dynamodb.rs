@@ -1,11 +1,13 @@
-//! The DynamoDB implementation of [`Store`]: `Scan` pages of one segment (only
-//! the attributes the analytics read) and `PutItem` of report items.
+//! The orders and reports tables on DynamoDB: `Scan` pages of one segment,
+//! `Query` pages of one day shard of the day index (only the attributes the
+//! analytics read, either way), and `PutItem` of report items.
 
 use crate::columns::{Item, PROJECTION};
-use crate::store::{Page, Store, StoreError};
+use crate::store::{Page, Source, StoreError};
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::types::AttributeValue;
 use shared::ErrorChain;
+use shared::orders::{DAY_INDEX, attr};
 
 /// Attribute names of a report item.
 pub mod report_attr {
@@ -17,13 +19,29 @@ pub mod report_attr {
 
 /// The orders table and the reports table.
 #[derive(Debug, Clone)]
-pub struct DynamoStore {
+pub struct DynamoTables {
     client: Client,
     orders: String,
     reports: String,
 }
 
-impl DynamoStore {
+/// `(placeholder, name)` pairs for the projection (some names, `items`, are
+/// reserved words), and the projection expression over the placeholders.
+fn projection() -> (Vec<(String, &'static str)>, String) {
+    let names: Vec<_> = PROJECTION
+        .iter()
+        .enumerate()
+        .map(|(i, name)| (format!("#a{i}"), *name))
+        .collect();
+    let expression = names
+        .iter()
+        .map(|(p, _)| p.as_str())
+        .collect::<Vec<_>>()
+        .join(", ");
+    (names, expression)
+}
+
+impl DynamoTables {
     /// Read `orders`, write `reports`, through `client` (built once, at cold start).
     pub fn new(client: Client, orders: impl Into<String>, reports: impl Into<String>) -> Self {
         Self {
@@ -32,48 +50,71 @@ impl DynamoStore {
             reports: reports.into(),
         }
     }
-}
 
-impl Store for DynamoStore {
-    async fn scan_page(
+    /// One page of `source`, starting after `start`.
+    pub async fn read_page(
         &self,
-        segment: u32,
-        total_segments: u32,
+        source: &Source,
         start: Option<Item>,
     ) -> Result<Page, StoreError> {
-        let mut request = self
-            .client
-            .scan()
-            .table_name(&self.orders)
-            .set_exclusive_start_key(start);
-        if total_segments > 1 {
-            let to_i32 = |v: u32| i32::try_from(v).unwrap_or(i32::MAX);
-            request = request
-                .segment(to_i32(segment))
-                .total_segments(to_i32(total_segments));
-        }
-        // Attribute names through placeholders: some (`items`) are reserved words.
-        let mut placeholders = Vec::with_capacity(PROJECTION.len());
-        for (i, name) in PROJECTION.iter().enumerate() {
-            let placeholder = format!("#a{i}");
-            request = request.expression_attribute_names(&placeholder, *name);
-            placeholders.push(placeholder);
-        }
-        let output = request
-            .projection_expression(placeholders.join(", "))
-            .send()
-            .await
-            .map_err(|e| StoreError(format!("Scan of {}: {}", self.orders, ErrorChain(&e))))?;
+        let (names, expression) = projection();
+        let (items, next) = match source {
+            Source::Segment {
+                segment,
+                total_segments,
+            } => {
+                let mut request = self
+                    .client
+                    .scan()
+                    .table_name(&self.orders)
+                    .set_exclusive_start_key(start)
+                    .projection_expression(expression);
+                if *total_segments > 1 {
+                    let to_i32 = |v: u32| i32::try_from(v).unwrap_or(i32::MAX);
+                    request = request
+                        .segment(to_i32(*segment))
+                        .total_segments(to_i32(*total_segments));
+                }
+                for (placeholder, name) in names {
+                    request = request.expression_attribute_names(placeholder, name);
+                }
+                let output = request.send().await.map_err(|e| {
+                    StoreError(format!("Scan of {}: {}", self.orders, ErrorChain(&e)))
+                })?;
+                (output.items, output.last_evaluated_key)
+            }
+            Source::DayShard(key) => {
+                let mut request = self
+                    .client
+                    .query()
+                    .table_name(&self.orders)
+                    .index_name(DAY_INDEX)
+                    .key_condition_expression("#day = :day")
+                    .expression_attribute_names("#day", attr::DAY_SHARD)
+                    .expression_attribute_values(":day", AttributeValue::S(key.clone()))
+                    .set_exclusive_start_key(start)
+                    .projection_expression(expression);
+                for (placeholder, name) in names {
+                    request = request.expression_attribute_names(placeholder, name);
+                }
+                let output = request.send().await.map_err(|e| {
+                    StoreError(format!(
+                        "Query of {}/{DAY_INDEX}: {}",
+                        self.orders,
+                        ErrorChain(&e)
+                    ))
+                })?;
+                (output.items, output.last_evaluated_key)
+            }
+        };
         Ok(Page {
-            next: output
-                .last_evaluated_key()
-                .filter(|k| !k.is_empty())
-                .cloned(),
-            items: output.items.unwrap_or_default(),
+            next: next.filter(|k| !k.is_empty()),
+            items: items.unwrap_or_default(),
         })
     }
 
-    async fn save_report(&self, id: &str, body: String) -> Result<(), StoreError> {
+    /// Store `body` (JSON) as the report `id`, replacing an older one.
+    pub async fn save_report(&self, id: &str, body: String) -> Result<(), StoreError> {
         self.client
             .put_item()
             .table_name(&self.reports)

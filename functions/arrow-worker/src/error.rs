@@ -6,7 +6,7 @@ use crate::aggregate::AggregateError;
 use crate::answer::Unanswerable;
 use crate::query::BadRequest;
 use crate::scan::ScanError;
-use crate::store::StoreError;
+use crate::store::{ObjectError, StoreError};
 use lambda_runtime::Diagnostic;
 
 /// A failed request; [`Error::error_type`] is the error type the caller sees.
@@ -28,6 +28,13 @@ pub enum Error {
     /// The Rayon job did not return: `AggregationFailed`.
     #[error(transparent)]
     Pool(#[from] shared::pool::JobError),
+    /// The analytics bucket failed (after the SDK's retries) or is not
+    /// configured: `S3Error`.
+    #[error(transparent)]
+    Objects(#[from] ObjectError),
+    /// A partial answer could not be encoded (a bug): `Internal`.
+    #[error("partial answer not encoded: {0}")]
+    Encode(String),
     /// The answer cannot be returned: `AnswerTooLarge` (more than Lambda's
     /// 6 MB response limit), or `Internal` (it does not serialise).
     #[error(transparent)]
@@ -43,7 +50,8 @@ impl Error {
             Error::Scan(ScanError::Store(_)) | Error::Report(_) => "DynamoDBError",
             Error::Aggregate(_) | Error::Pool(_) => "AggregationFailed",
             Error::Answer(Unanswerable::TooLarge(_)) => "AnswerTooLarge",
-            Error::Answer(Unanswerable::NotSerialisable(_)) => "Internal",
+            Error::Objects(_) => "S3Error",
+            Error::Answer(Unanswerable::NotSerialisable(_)) | Error::Encode(_) => "Internal",
         }
     }
 }
@@ -83,6 +91,7 @@ mod tests {
                 "AggregationFailed",
             ),
             (Error::from(Unanswerable::TooLarge(7)), "AnswerTooLarge"),
+            (Error::from(ObjectError("down".into())), "S3Error"),
         ];
         for (error, error_type) in cases {
             let message = error.to_string();

@@ -10,21 +10,26 @@
 //! caller sent or will receive, which Lambda bounds at 6 MB.
 
 use crate::aggregate::aggregate;
-use crate::answer::{Answer, Run};
+use crate::answer::{Answer, Group, Rows, Run, Unanswerable};
 use crate::config::Config;
 use crate::error::Error;
-use crate::merge::merge;
-use crate::query::{BadRequest, Query, Segment};
+use crate::merge::{Merger, merge};
+use crate::partial::{self, ANSWERS_PREFIX, StoredPartial};
+use crate::query::{BadRequest, Query, Segment, Window};
 use crate::request::{self, Request};
-use crate::scan::scan;
-use crate::store::Store;
+use crate::scan::{Scanned, scan};
+use crate::store::{Source, Store};
+use futures::StreamExt;
 use lambda_runtime::{Diagnostic, LambdaEvent};
 use serde_json::Value;
 use shared::arena::Prewarm;
+use shared::orders::{DAY_SHARDS, day_shard_key};
 use std::time::{Duration, Instant};
 
 /// Largest report item body: DynamoDB items hold at most 400 KB.
 pub const MAX_REPORT_BYTES: usize = 350_000;
+/// Stored partials a merge reads at once (each is held until merged).
+pub const MERGE_READS_IN_FLIGHT: usize = 8;
 
 /// Serves invocations: built once at cold start, shared by every invocation.
 #[derive(Debug)]
@@ -50,18 +55,19 @@ impl<S: Store> Handler<S> {
 
     /// Handle one invocation.
     pub async fn handle(&self, event: LambdaEvent<Value>) -> Result<Value, Diagnostic> {
-        self.respond(event.payload).await.map_err(|e| {
+        let request_id = event.context.request_id.clone();
+        self.respond(event.payload, &request_id).await.map_err(|e| {
             tracing::warn!(error_type = e.error_type(), error = %e, "request failed");
             Diagnostic::from(e)
         })
     }
 
-    /// The response to `payload`, measured and counted.
-    async fn respond(&self, payload: Value) -> Result<Value, Error> {
+    /// The response to `payload` (invocation `request_id`), measured and counted.
+    pub async fn respond(&self, payload: Value, request_id: &str) -> Result<Value, Error> {
         let started = Instant::now();
         let faults = shared::memory::minor_faults();
         let (prewarmed, waited) = self.wait_for_prewarm().await;
-        let (mut answer, report_id) = self.answer(payload).await?;
+        let (mut answer, reply) = self.answer(payload).await?;
         answer.run = Run {
             cold_start: shared::invocation::is_cold_start(),
             duration_ms: started.elapsed().as_secs_f64() * 1e3,
@@ -81,7 +87,38 @@ impl<S: Store> Handler<S> {
             prewarmed,
             "answered"
         );
-        Ok(answer.to_response(report_id)?)
+        match reply {
+            Reply::Answer => self.deliver(&answer, None, request_id).await,
+            Reply::Report(id) => self.deliver(&answer, Some(id), request_id).await,
+            Reply::Stored(stored) => serde_json::to_value(stored)
+                .map_err(|e| Error::Answer(Unanswerable::NotSerialisable(e))),
+        }
+    }
+
+    /// `answer` as the response, or, past Lambda's response limit and with a
+    /// bucket, stored as `answers/<request id>.json` and answered by its key.
+    async fn deliver(
+        &self,
+        answer: &Answer,
+        report_id: Option<String>,
+        request_id: &str,
+    ) -> Result<Value, Error> {
+        match answer.to_response(report_id) {
+            Err(Unanswerable::TooLarge(bytes)) if self.config.analytics_bucket.is_some() => {
+                let key = format!("{ANSWERS_PREFIX}{}.json", safe_key_part(request_id));
+                let body = serde_json::to_vec(answer).map_err(Unanswerable::from)?;
+                self.store.put_object(&key, body).await?;
+                tracing::info!(key, bytes, "answer stored in the analytics bucket");
+                let mut summary = serde_json::to_value(answer).map_err(Unanswerable::from)?;
+                if let Some(fields) = summary.as_object_mut() {
+                    fields.remove("groups");
+                    fields.insert("answer_key".into(), Value::String(key));
+                    fields.insert("answer_bytes".into(), Value::from(bytes));
+                }
+                Ok(summary)
+            }
+            other => Ok(other?),
+        }
     }
 
     /// Wait (bounded, without blocking the thread) for the pre-warm: whether
@@ -95,22 +132,37 @@ impl<S: Store> Handler<S> {
         (done, started.elapsed())
     }
 
-    async fn answer(&self, payload: Value) -> Result<(Answer, Option<String>), Error> {
+    async fn answer(&self, payload: Value) -> Result<(Answer, Reply), Error> {
         match request::parse(payload)? {
             Request::Aggregate {
                 query,
                 segment,
                 total_segments,
+                run_id,
             } => {
                 let segment = request::segment(segment, total_segments)?;
-                Ok((self.aggregate(query, segment).await?, None))
+                match (run_id, segment) {
+                    (None, segment) => Ok((self.aggregate(query, segment).await?, Reply::Answer)),
+                    (Some(run_id), Some(segment)) => {
+                        self.store_partial(query, segment, run_id).await
+                    }
+                    (Some(_), None) => Err(BadRequest(
+                        "run_id goes with segment and total_segments: it names a fan-out".into(),
+                    )
+                    .into()),
+                }
             }
-            Request::Merge { partials } => Ok((merge(partials)?, None)),
+            Request::Merge { partials } => Ok((merge(partials)?, Reply::Answer)),
+            Request::MergeStored { partials } => {
+                Ok((self.merge_stored(partials).await?, Reply::Answer))
+            }
             Request::DailyReport { day } => {
                 let now = time::OffsetDateTime::now_utc();
                 let (date, query) = request::day_window(day.as_deref(), now)?;
-                let answer = self.aggregate(query, None).await?;
-                let id = format!("daily/{date}");
+                let day = date.to_string();
+                let shards = (0..DAY_SHARDS).map(|s| Source::DayShard(day_shard_key(&day, s)));
+                let answer = self.read_and_aggregate(query, shards, None).await?;
+                let id = format!("daily/{day}");
                 let body = serde_json::to_string(&answer)
                     .map_err(|e| BadRequest(format!("report not serialisable: {e}")))?;
                 if body.len() > MAX_REPORT_BYTES {
@@ -121,34 +173,158 @@ impl<S: Store> Handler<S> {
                     .into());
                 }
                 self.store.save_report(&id, body).await?;
-                Ok((answer, Some(id)))
+                Ok((answer, Reply::Report(id)))
             }
         }
+    }
+
+    /// Aggregate `segment` and store every group of it in the bucket.
+    async fn store_partial(
+        &self,
+        query: Query,
+        segment: Segment,
+        run_id: String,
+    ) -> Result<(Answer, Reply), Error> {
+        partial::check_run_id(&run_id)?;
+        let window = query.validate()?;
+        let scanned = scan(
+            &self.store,
+            [Source::Segment {
+                segment: segment.segment,
+                total_segments: segment.total_segments,
+            }],
+            query.group_by,
+            self.config.max_rows,
+        )
+        .await?;
+        let (groups, rows, pages) = self.aggregated(scanned, window).await?;
+        let mut answer = Answer::stored_partial(query, segment, groups, rows);
+        answer.run.pages = pages;
+        let bytes = partial::encode(&answer).map_err(Error::Encode)?;
+        let stored = StoredPartial {
+            run_id,
+            segment: segment.segment,
+            total_segments: segment.total_segments,
+            groups: answer.groups_total,
+            bytes: bytes.len() as u64,
+            sha256: partial::sha256(&bytes),
+        };
+        self.store.put_object(&stored.key(), bytes).await?;
+        Ok((answer, Reply::Stored(stored)))
+    }
+
+    /// Read every stored partial (a few at a time) and merge them one by one.
+    async fn merge_stored(&self, partials: Vec<StoredPartial>) -> Result<Answer, Error> {
+        let first = partials.first().ok_or_else(|| {
+            BadRequest("merge_stored needs the references of every segment; none given".into())
+        })?;
+        let (run_id, total) = (first.run_id.clone(), first.total_segments);
+        partial::check_run_id(&run_id)?;
+        if partials.len() != total as usize {
+            return Err(BadRequest(format!(
+                "{} partials given for {total} segments",
+                partials.len()
+            ))
+            .into());
+        }
+        if let Some(other) = partials.iter().find(|p| p.run_id != run_id) {
+            return Err(BadRequest(format!(
+                "partials of two runs given: {} and {}",
+                partial::key(&run_id, 0, total),
+                other.key()
+            ))
+            .into());
+        }
+        let max_bytes = self.config.max_object_bytes;
+        let mut reads = futures::stream::iter(partials)
+            .map(|stored| async move {
+                let bytes = self.store.get_object(&stored.key(), max_bytes).await?;
+                Ok::<_, Error>((stored, bytes))
+            })
+            .buffer_unordered(MERGE_READS_IN_FLIGHT);
+        let mut merger: Option<Merger> = None;
+        let max_groups = usize::try_from(self.config.max_rows).unwrap_or(usize::MAX);
+        while let Some(read) = reads.next().await {
+            let (stored, bytes) = read?;
+            let answer = partial::open(&stored, &bytes)?;
+            let merger = match &mut merger {
+                Some(merger) => merger,
+                None => merger.insert(Merger::new(answer.query.clone(), total, max_groups)?),
+            };
+            merger.add(&stored.key(), answer)?;
+        }
+        let merger = merger.ok_or_else(|| BadRequest("no partial was read".into()))?;
+        Ok(merger.finish()?)
     }
 
     /// Scan the named segment (or all, one per worker) and aggregate on the
     /// Rayon pool.
     pub async fn aggregate(&self, query: Query, segment: Option<Segment>) -> Result<Answer, Error> {
-        let window = query.validate()?;
-        let (segments, total) = match segment {
-            Some(s) => (s.segment..s.segment + 1, s.total_segments),
-            None => (0..self.workers, self.workers),
+        let sources: Vec<Source> = match segment {
+            Some(s) => vec![Source::Segment {
+                segment: s.segment,
+                total_segments: s.total_segments,
+            }],
+            None => Source::segments(self.workers).collect(),
         };
-        let scanned = scan(
-            &self.store,
-            segments,
-            total,
-            query.group_by,
-            self.config.max_rows,
-        )
-        .await?;
-        let mut rows = scanned.rows;
-        let batches = scanned.batches;
+        self.read_and_aggregate(query, sources, segment).await
+    }
+
+    /// Read `sources` and aggregate them on the Rayon pool into an answer
+    /// covering `segment` (or the whole question).
+    async fn read_and_aggregate(
+        &self,
+        query: Query,
+        sources: impl IntoIterator<Item = Source>,
+        segment: Option<Segment>,
+    ) -> Result<Answer, Error> {
+        let window = query.validate()?;
+        let scanned = scan(&self.store, sources, query.group_by, self.config.max_rows).await?;
+        let (groups, rows, pages) = self.aggregated(scanned, window).await?;
+        let mut answer = Answer::new(query, segment, groups, rows)?;
+        answer.run.pages = pages;
+        Ok(answer)
+    }
+
+    /// The groups of `scanned` within `window`, aggregated on the Rayon pool,
+    /// with the rows counted (`matched` included) and the pages read.
+    async fn aggregated(
+        &self,
+        scanned: Scanned,
+        window: Window,
+    ) -> Result<(Vec<Group>, Rows, u64), Error> {
+        let Scanned {
+            batches,
+            mut rows,
+            pages,
+        } = scanned;
         let (groups, matched) =
             shared::pool::run("aggregation", move || aggregate(batches, window)).await??;
         rows.matched = matched;
-        let mut answer = Answer::new(query, segment, groups, rows)?;
-        answer.run.pages = scanned.pages;
-        Ok(answer)
+        Ok((groups, rows, pages))
     }
+}
+
+/// What an invocation answers besides its [`Answer`].
+#[derive(Debug)]
+enum Reply {
+    /// The answer itself.
+    Answer,
+    /// The answer, saved as the report with this id.
+    Report(String),
+    /// A reference to the partial answer stored in the bucket.
+    Stored(StoredPartial),
+}
+
+/// `id` with anything but A-Z a-z 0-9 - _ replaced, for an object key.
+fn safe_key_part(id: &str) -> String {
+    id.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
 }

@@ -8,19 +8,23 @@
 //! units ordered. Partial answers of a fan-out are combined by `merge`.
 //!
 //! Layers, each importing only those listed before it: `query` (the
-//! vocabulary) · `answer` · `request` · `columns` · `store` · `dynamodb` ·
-//! `scan` · `aggregate` · `merge` · `warm_up` · `config` · `error` · `handler`.
+//! vocabulary) · `answer` · `partial` · `request` · `columns` · `store` ·
+//! `dynamodb` · `s3` · `aws` · `scan` · `aggregate` · `merge` · `warm_up` ·
+//! `config` · `error` · `handler`.
 
 pub mod aggregate;
 pub mod answer;
+pub mod aws;
 pub mod columns;
 pub mod config;
 pub mod dynamodb;
 pub mod error;
 pub mod handler;
 pub mod merge;
+pub mod partial;
 pub mod query;
 pub mod request;
+pub mod s3;
 pub mod scan;
 pub mod store;
 pub mod warm_up;

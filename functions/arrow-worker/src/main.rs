@@ -2,9 +2,11 @@
 //! arena pre-warm in the background, then runs the pipeline once on a few
 //! synthetic orders and builds the SDK client while the pre-warm runs.
 
+use arrow_worker::aws::AwsStore;
 use arrow_worker::config::Config;
-use arrow_worker::dynamodb::DynamoStore;
+use arrow_worker::dynamodb::DynamoTables;
 use arrow_worker::handler::Handler;
+use arrow_worker::s3::S3Objects;
 use lambda_runtime::{Error, service_fn};
 
 #[tokio::main]
@@ -27,11 +29,18 @@ async fn main() -> Result<(), Error> {
     // not retry: an error left after them fails the invocation with
     // `DynamoDBError`, which the fan-out's state machine retries per segment.
     let aws = aws_config::load_from_env().await;
-    let store = DynamoStore::new(
+    let tables = DynamoTables::new(
         aws_sdk_dynamodb::Client::new(&aws),
         &config.table_name,
         &config.reports_table,
     );
+    let objects = config.analytics_bucket.as_ref().map(|bucket| {
+        let s3 = aws_sdk_s3::config::Builder::from(&aws)
+            .force_path_style(config.s3_path_style)
+            .build();
+        S3Objects::new(aws_sdk_s3::Client::from_conf(s3), bucket)
+    });
+    let store = AwsStore::new(tables, objects);
     let handler = Handler::new(store, config, init.vcpus.workers, prewarm);
     let handler = &handler;
     shared::run(&init, service_fn(move |event| handler.handle(event))).await

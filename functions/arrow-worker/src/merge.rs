@@ -12,7 +12,7 @@
 
 use crate::answer::{Answer, Group, Rows, Stats};
 use crate::columns::is_currency_code;
-use crate::query::{BadRequest, bad, quoted};
+use crate::query::{BadRequest, MAX_SEGMENTS, Query, bad, quoted};
 use shared::orders::{MAX_AMOUNT_CENTS, MAX_TOTAL_QUANTITY};
 use std::collections::BTreeMap;
 use std::collections::btree_map::Entry;
@@ -138,6 +138,91 @@ fn with_means(mut group: Group) -> Group {
     group
 }
 
+/// Partials combined one at a time, so a merge holds the combined groups and
+/// one partial, never all of them.
+#[derive(Debug)]
+pub struct Merger {
+    query: Query,
+    total: u32,
+    seen: Vec<bool>,
+    rows: Rows,
+    groups: BTreeMap<String, Group>,
+    max_groups: usize,
+}
+
+impl Merger {
+    /// A merge of the `total_segments` partials answering `query`, refused
+    /// once it would hold more than `max_groups` groups.
+    pub fn new(query: Query, total_segments: u32, max_groups: usize) -> Result<Self, BadRequest> {
+        if total_segments == 0 || total_segments > MAX_SEGMENTS {
+            return Err(bad(format!(
+                "total_segments {total_segments} must be 1 to {MAX_SEGMENTS}"
+            )));
+        }
+        Ok(Self {
+            query,
+            total: total_segments,
+            seen: vec![false; total_segments as usize],
+            rows: Rows::default(),
+            groups: BTreeMap::new(),
+            max_groups,
+        })
+    }
+
+    /// Combine `partial` (named `name` in errors) into the merge.
+    pub fn add(&mut self, name: &str, partial: Answer) -> Result<(), BadRequest> {
+        let total = self.total;
+        if partial.query != self.query {
+            return Err(bad(format!("{name} answers a different query")));
+        }
+        let segment = partial
+            .segment
+            .filter(|s| s.total_segments == total && s.segment < total)
+            .ok_or_else(|| bad(format!("{name} is not one of {total} segments")))?;
+        if std::mem::replace(&mut self.seen[segment.segment as usize], true) {
+            return Err(bad(format!("segment {} given twice", segment.segment)));
+        }
+        if partial.truncated {
+            return Err(bad(format!("{name} is truncated")));
+        }
+        check_partial(&partial).map_err(|e| bad(format!("{name}: {e}")))?;
+        self.rows
+            .add(&partial.rows)
+            .map_err(|e| bad(format!("merging the partials: {e}")))?;
+        for group in partial.groups.into_iter().map(with_means) {
+            match self.groups.entry(group.key.clone()) {
+                Entry::Vacant(slot) => {
+                    slot.insert(group);
+                }
+                Entry::Occupied(mut slot) => merge_group(slot.get_mut(), group)?,
+            }
+        }
+        if self.groups.len() > self.max_groups {
+            return Err(bad(format!(
+                "the merged answer holds more than {} groups, more than one invocation may hold (MAX_ROWS): use a coarser group_by or a narrower time window",
+                self.max_groups
+            )));
+        }
+        Ok(())
+    }
+
+    /// The final answer, once every segment was added.
+    pub fn finish(self) -> Result<Answer, BadRequest> {
+        if let Some(missing) = self.seen.iter().position(|seen| !seen) {
+            return Err(bad(format!(
+                "segment {missing} of {} is missing",
+                self.total
+            )));
+        }
+        Answer::new(
+            self.query,
+            None,
+            self.groups.into_values().collect(),
+            self.rows,
+        )
+    }
+}
+
 /// Merge `partials`, which must be the answers to the same query for every
 /// segment `0..total_segments` of one fan-out, each exactly once.
 pub fn merge(partials: Vec<Answer>) -> Result<Answer, BadRequest> {
@@ -146,7 +231,6 @@ pub fn merge(partials: Vec<Answer>) -> Result<Answer, BadRequest> {
             "merge needs the partial answers of every segment; none given",
         ));
     };
-    let query = first.query.clone();
     let total = first
         .segment
         .map(|s| s.total_segments)
@@ -157,43 +241,18 @@ pub fn merge(partials: Vec<Answer>) -> Result<Answer, BadRequest> {
             partials.len()
         )));
     }
-    let mut seen = vec![false; total as usize];
-    let mut rows = Rows::default();
-    let mut groups: BTreeMap<String, Group> = BTreeMap::new();
+    let mut merger = Merger::new(first.query.clone(), total, usize::MAX)?;
     for (i, partial) in partials.into_iter().enumerate() {
-        if partial.query != query {
-            return Err(bad(format!("partials[{i}] answers a different query")));
-        }
-        let segment = partial
-            .segment
-            .filter(|s| s.total_segments == total && s.segment < total)
-            .ok_or_else(|| bad(format!("partials[{i}] is not one of {total} segments")))?;
-        if std::mem::replace(&mut seen[segment.segment as usize], true) {
-            return Err(bad(format!("segment {} given twice", segment.segment)));
-        }
-        if partial.truncated {
-            return Err(bad(format!("partials[{i}] is truncated")));
-        }
-        check_partial(&partial).map_err(|e| bad(format!("partials[{i}]: {e}")))?;
-        rows.add(&partial.rows)
-            .map_err(|e| bad(format!("merging the partials: {e}")))?;
-        for group in partial.groups.into_iter().map(with_means) {
-            match groups.entry(group.key.clone()) {
-                Entry::Vacant(slot) => {
-                    slot.insert(group);
-                }
-                Entry::Occupied(mut slot) => merge_group(slot.get_mut(), group)?,
-            }
-        }
+        merger.add(&format!("partials[{i}]"), partial)?;
     }
-    Answer::new(query, None, groups.into_values().collect(), rows)
+    merger.finish()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::answer::Money;
-    use crate::query::{GroupBy, Query, Segment};
+    use crate::query::{GroupBy, Segment};
 
     fn money(currency: &str, count: u64, sum: u64, min: u64, max: u64) -> Money {
         Money {

@@ -3,13 +3,16 @@
 //! ```json
 //! {"operation": "aggregate", "query": {"group_by": "customer", "from": "2026-11-01T00:00:00Z"}}
 //! {"operation": "aggregate", "query": {"group_by": "day"}, "segment": 0, "total_segments": 4}
+//! {"operation": "aggregate", "query": {"group_by": "customer"}, "segment": 0, "total_segments": 64, "run_id": "r-1"}
 //! {"operation": "merge", "partials": [ ...answers of the segments... ]}
+//! {"operation": "merge_stored", "partials": [ ...references the segments returned with run_id... ]}
 //! {"operation": "daily_report", "day": "2026-11-21"}
 //! ```
 //!
 //! Unknown fields are refused: a typo (`"grop_by"`) must not silently mean "no grouping".
 
 use crate::answer::Answer;
+use crate::partial::StoredPartial;
 use crate::query::{BadRequest, GroupBy, MAX_SEGMENTS, Query, Segment, bad, quoted};
 use serde::Deserialize;
 use time::format_description::well_known::Rfc3339;
@@ -29,11 +32,20 @@ pub enum Request {
         /// How many segments the fan-out has (with `segment`).
         #[serde(default)]
         total_segments: Option<u32>,
+        /// The fan-out's run (with `segment`): the partial answer is stored in
+        /// the analytics bucket and a [`StoredPartial`] returned instead.
+        #[serde(default)]
+        run_id: Option<String>,
     },
     /// Combine the answers of every segment of one fan-out.
     Merge {
         /// The partial answers, one per segment, in any order.
         partials: Vec<Answer>,
+    },
+    /// Combine the stored partial answers of every segment of one fan-out.
+    MergeStored {
+        /// The references the segments returned, one per segment, in any order.
+        partials: Vec<StoredPartial>,
     },
     /// Aggregate one UTC day by currency and store it as a report item.
     DailyReport {
@@ -52,7 +64,7 @@ pub fn parse(payload: serde_json::Value) -> Result<Request, BadRequest> {
     serde_json::from_value(payload).map_err(|e| {
         let reason: String = e.to_string().chars().take(MAX_REASON_CHARS).collect();
         bad(format!(
-            "not a valid request: {reason} (expected {{\"operation\": \"aggregate\" | \"merge\" | \"daily_report\", ...}})"
+            "not a valid request: {reason} (expected {{\"operation\": \"aggregate\" | \"merge\" | \"merge_stored\" | \"daily_report\", ...}})"
         ))
     })
 }

@@ -1,6 +1,7 @@
-//! Reading orders: every page of the requested segments, concurrently, each
-//! page turned into an Arrow batch as it arrives (the raw items of a page are
-//! dropped before the next one is requested).
+//! Reading orders: every page of the requested sources (scan segments, or the
+//! shards of one day in the day index), concurrently, each page turned into an
+//! Arrow batch as it arrives (the raw items of a page are dropped before the
+//! next one is requested).
 //!
 //! The conversion of a page runs here, on the scan's task, not on the Rayon
 //! pool: it is linear in one page (DynamoDB returns at most 1 MB a page), far
@@ -12,7 +13,7 @@
 use crate::answer::Rows;
 use crate::columns::to_batch;
 use crate::query::GroupBy;
-use crate::store::{Store, StoreError};
+use crate::store::{Source, Store, StoreError};
 use arrow_array::RecordBatch;
 use futures::future::try_join_all;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -41,22 +42,21 @@ pub enum ScanError {
     TooManyRows(u64),
 }
 
-/// Read `segments` (each of `total_segments`) concurrently, keyed by `group_by`,
-/// stopping with an error once more than `max_rows` items were read.
+/// Read `sources` concurrently, keyed by `group_by`, stopping with an error
+/// once more than `max_rows` items were read.
 pub async fn scan<S: Store>(
     store: &S,
-    segments: impl IntoIterator<Item = u32>,
-    total_segments: u32,
+    sources: impl IntoIterator<Item = Source>,
     group_by: GroupBy,
     max_rows: u64,
 ) -> Result<Scanned, ScanError> {
     let read = AtomicU64::new(0);
     let read = &read;
-    let parts = try_join_all(segments.into_iter().map(|segment| async move {
+    let parts = try_join_all(sources.into_iter().map(|source| async move {
         let mut part = Scanned::default();
         let mut start = None;
         loop {
-            let page = store.scan_page(segment, total_segments, start).await?;
+            let page = store.read_page(&source, start).await?;
             let items = page.items.len() as u64;
             if read.fetch_add(items, Ordering::Relaxed) + items > max_rows {
                 return Err(ScanError::TooManyRows(max_rows));

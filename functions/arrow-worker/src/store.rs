@@ -1,11 +1,37 @@
-//! Where orders are read from and reports written to: the [`Store`] trait,
-//! implemented for DynamoDB by `dynamodb.rs` (and in memory by the dev-only
-//! `testkit::arrow::MemoryStore`, so the handler's logic runs without a network).
+//! Where orders are read from and answers written to: the [`Store`] trait,
+//! implemented on AWS by `aws.rs` (DynamoDB tables, the S3 bucket) and in
+//! memory by the dev-only `testkit::arrow::MemoryStore`, so the handler's logic
+//! runs without a network.
 
 use crate::columns::Item;
 use std::future::Future;
 
-/// One page of a scan.
+/// What a read covers: one segment of a parallel scan of the orders table, or
+/// one shard of one UTC day in the day index.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    /// `Scan` segment `segment` of `total_segments` (1: the whole table).
+    Segment {
+        /// This segment, `0..total_segments`.
+        segment: u32,
+        /// The scan's segment count.
+        total_segments: u32,
+    },
+    /// `Query` of the day index for one [`shared::orders::day_shard_key`].
+    DayShard(String),
+}
+
+impl Source {
+    /// Every segment of a scan in `total_segments` segments.
+    pub fn segments(total_segments: u32) -> impl Iterator<Item = Source> {
+        (0..total_segments).map(move |segment| Source::Segment {
+            segment,
+            total_segments,
+        })
+    }
+}
+
+/// One page of a read.
 #[derive(Debug, Clone, Default)]
 pub struct Page {
     /// The items.
@@ -14,18 +40,22 @@ pub struct Page {
     pub next: Option<Item>,
 }
 
-/// A failed request, after the SDK's own retries.
+/// A failed DynamoDB request, after the SDK's own retries.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
 pub struct StoreError(pub String);
 
-/// Orders to read, reports to write.
+/// A failed S3 request (after the SDK's own retries), or no bucket configured.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ObjectError(pub String);
+
+/// Orders to read, reports and answers to write.
 pub trait Store: Send + Sync {
-    /// One page of `segment` of `total_segments`, starting after `start`.
-    fn scan_page(
+    /// One page of `source`, starting after `start`.
+    fn read_page(
         &self,
-        segment: u32,
-        total_segments: u32,
+        source: &Source,
         start: Option<Item>,
     ) -> impl Future<Output = Result<Page, StoreError>> + Send;
 
@@ -35,4 +65,18 @@ pub trait Store: Send + Sync {
         id: &str,
         body: String,
     ) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// Write `bytes` as the object `key` of the analytics bucket.
+    fn put_object(
+        &self,
+        key: &str,
+        bytes: Vec<u8>,
+    ) -> impl Future<Output = Result<(), ObjectError>> + Send;
+
+    /// The object `key` of the analytics bucket, refused past `max_bytes`.
+    fn get_object(
+        &self,
+        key: &str,
+        max_bytes: usize,
+    ) -> impl Future<Output = Result<Vec<u8>, ObjectError>> + Send;
 }

@@ -147,3 +147,166 @@ async fn money_is_never_summed_across_currencies() {
         }
     }
 }
+
+/// A handler with these extra settings, and its store.
+fn handler_with(
+    items: Vec<Item>,
+    extra: &[(&'static str, &'static str)],
+) -> (Handler<MemoryStore>, MemoryStore) {
+    let mut env = vec![("TABLE_NAME", "orders"), ("REPORTS_TABLE", "reports")];
+    env.extend_from_slice(extra);
+    let config = Config::from_env(&env.as_slice()).expect("config");
+    let store = MemoryStore::new(items, 64);
+    (Handler::new(store.clone(), config, 2, None), store)
+}
+
+/// The references of a stored fan-out of `query` over `total` segments.
+async fn stored_fan_out(
+    w: &Handler<MemoryStore>,
+    query: &Value,
+    total: u32,
+    run: &str,
+) -> Vec<Value> {
+    let mut refs = Vec::new();
+    for segment in (0..total).rev() {
+        let p = json!({"operation": "aggregate", "query": query, "segment": segment,
+                       "total_segments": total, "run_id": run});
+        refs.push(call(w, p).await.unwrap());
+    }
+    refs
+}
+
+#[tokio::test]
+async fn stored_partials_merge_to_one_full_scan_at_any_cardinality() {
+    // 3,000 orders of about 2,600 customers over 16 segments: inline, the
+    // partials would be far past Step Functions' 256 KiB per state.
+    let (w, store) = handler(arrow::items(3_000, 10_000, 11));
+    let query = json!({"group_by": "customer", "limit": 20_000});
+    let full = call(&w, json!({"operation": "aggregate", "query": query}))
+        .await
+        .unwrap();
+    let mut inline_bytes = 0;
+    for segment in 0..16 {
+        let p = json!({"operation": "aggregate", "query": query, "segment": segment, "total_segments": 16});
+        inline_bytes += call(&w, p).await.unwrap().to_string().len();
+    }
+    assert!(inline_bytes > 262_144, "{inline_bytes}");
+
+    let refs = stored_fan_out(&w, &query, 16, "run-1").await;
+    let ref_bytes: usize = refs.iter().map(|r| r.to_string().len()).sum();
+    assert!(ref_bytes < 16 * 250, "{ref_bytes} bytes of references");
+    assert_eq!(refs[0]["segment"], 15);
+    assert_eq!(refs[0]["run_id"], "run-1");
+    let keys: Vec<String> = store.objects().into_keys().collect();
+    assert_eq!(keys.len(), 16);
+    assert_eq!(keys[0], "partials/run-1/0000000-of-16.arrow");
+
+    let merged = call(&w, json!({"operation": "merge_stored", "partials": refs}))
+        .await
+        .unwrap();
+    assert_eq!(merged["groups"], full["groups"]);
+    assert_eq!(merged["rows"], full["rows"]);
+    assert!(full["groups_total"].as_u64().unwrap() > 2_000);
+    eprintln!("16 segments: {inline_bytes} bytes of inline partials, {ref_bytes} of references");
+}
+
+#[tokio::test]
+async fn stored_merges_refuse_missing_mixed_or_altered_partials() {
+    let (w, store) = handler(arrow::items(300, 50, 12));
+    let query = json!({"group_by": "day"});
+    let refs = stored_fan_out(&w, &query, 3, "a").await;
+    let other = stored_fan_out(&w, &query, 3, "b").await;
+    let mut altered = refs.clone();
+    altered[1]["sha256"] = json!("00");
+    let mut wrong_segment = refs.clone();
+    wrong_segment[0]["segment"] = json!(1);
+    let cases = [
+        (json!([]), "none given"),
+        (json!([refs[0], refs[1]]), "2 partials given for 3 segments"),
+        (json!([refs[0], refs[1], other[2]]), "two runs"),
+        (json!(altered), "SHA-256"),
+        (json!(wrong_segment), "not the object"),
+    ];
+    for (partials, expected) in cases {
+        let err = call(
+            &w,
+            json!({"operation": "merge_stored", "partials": partials}),
+        )
+        .await
+        .unwrap_err();
+        assert!(
+            err.error_message.contains(expected),
+            "{expected}: {}",
+            err.error_message
+        );
+        assert_eq!(err.error_type, "InvalidRequest");
+    }
+    for payload in [
+        json!({"operation": "aggregate", "query": query, "run_id": "a"}),
+        json!({"operation": "aggregate", "query": query, "segment": 0, "total_segments": 2, "run_id": "../x"}),
+    ] {
+        let err = call(&w, payload.clone()).await.unwrap_err();
+        assert_eq!(err.error_type, "InvalidRequest", "{payload}");
+    }
+    // Objects that are gone (expired) are an S3 error, which the state machine retries.
+    let (fresh, _) = handler(Vec::new());
+    let err = call(
+        &fresh,
+        json!({"operation": "merge_stored", "partials": refs}),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(err.error_type, "S3Error", "{}", err.error_message);
+    assert_eq!(store.objects().len(), 6);
+}
+
+#[tokio::test]
+async fn a_merge_holding_more_groups_than_max_rows_is_refused() {
+    // 400 orders of about 330 customers; each segment reads 100 rows, within
+    // MAX_ROWS, but the merged answer would hold more than 100 groups.
+    let (w, _) = handler_with(arrow::items(400, 1_000, 13), &[("MAX_ROWS", "100")]);
+    let refs = stored_fan_out(&w, &json!({"group_by": "customer"}), 4, "r").await;
+    let err = call(&w, json!({"operation": "merge_stored", "partials": refs}))
+        .await
+        .unwrap_err();
+    assert!(
+        err.error_message.contains("more than 100 groups"),
+        "{}",
+        err.error_message
+    );
+}
+
+#[tokio::test]
+async fn an_answer_over_six_mb_is_stored_and_answered_by_its_key() {
+    // 20,000 customers paying in up to three currencies: about 7 MB of answer.
+    let items = arrow::items(80_000, 20_000, 14);
+    let payload =
+        json!({"operation": "aggregate", "query": {"group_by": "customer", "limit": 20_000}});
+    let mut context = lambda_runtime::Context::default();
+    context.request_id = "req-1".into();
+
+    let (without, _) = handler(items.clone());
+    let err = without
+        .handle(LambdaEvent::new(payload.clone(), context.clone()))
+        .await
+        .unwrap_err();
+    assert_eq!(err.error_type, "AnswerTooLarge", "{}", err.error_message);
+
+    let (w, store) = handler_with(items, &[("ANALYTICS_BUCKET", "analytics")]);
+    let body = w.handle(LambdaEvent::new(payload, context)).await.unwrap();
+    assert_eq!(body["answer_key"], "answers/req-1.json");
+    assert!(
+        body.get("groups").is_none(),
+        "the groups are in the object only"
+    );
+    assert!(body["answer_bytes"].as_u64().unwrap() > 6 * 1024 * 1024);
+    let object = store
+        .objects()
+        .remove("answers/req-1.json")
+        .expect("stored answer");
+    let answer: Value = serde_json::from_slice(&object).unwrap();
+    let groups = answer["groups"].as_array().unwrap().len() as u64;
+    assert!(groups > 19_000, "{groups}");
+    assert_eq!(answer["groups_total"], groups);
+    assert_eq!(body["groups_total"], groups);
+}

@@ -3,6 +3,7 @@
 
 use arrow_worker::query::GroupBy;
 use arrow_worker::scan::scan;
+use arrow_worker::store::Source;
 use std::collections::HashMap;
 use testkit::arrow::{self, MemoryStore};
 
@@ -11,7 +12,7 @@ async fn every_segment_is_read_once_and_malformed_items_are_counted() {
     let mut items = arrow::items(50, 7, 3);
     items.push(HashMap::new());
     let store = MemoryStore::new(items, 8);
-    let scanned = scan(&store, 0..4, 4, GroupBy::Customer, 1_000)
+    let scanned = scan(&store, Source::segments(4), GroupBy::Customer, 1_000)
         .await
         .unwrap();
     let rows: usize = scanned.batches.iter().map(|b| b.num_rows()).sum();
@@ -24,6 +25,8 @@ async fn every_segment_is_read_once_and_malformed_items_are_counted() {
 #[tokio::test]
 async fn too_many_rows_is_a_clear_error() {
     let store = MemoryStore::new(arrow::items(50, 7, 3), 8);
-    let err = scan(&store, 0..1, 1, GroupBy::Day, 20).await.unwrap_err();
+    let err = scan(&store, Source::segments(1), GroupBy::Day, 20)
+        .await
+        .unwrap_err();
     assert!(err.to_string().contains("more than 20 rows"), "{err}");
 }

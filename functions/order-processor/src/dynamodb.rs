@@ -68,7 +68,7 @@ pub fn item(order: &ValidOrder) -> HashMap<String, AttributeValue> {
             ]))
         })
         .collect();
-    HashMap::from([
+    let mut item = HashMap::from([
         (attr::ORDER_ID.to_owned(), s(&o.order_id)),
         (attr::CUSTOMER_ID.to_owned(), s(&o.customer_id)),
         (attr::ITEMS.to_owned(), AttributeValue::L(items)),
@@ -82,7 +82,12 @@ pub fn item(order: &ValidOrder) -> HashMap<String, AttributeValue> {
         ),
         (attr::CONTENT_HASH.to_owned(), s(&order.hash_hex())),
         (attr::HASH_VERSION.to_owned(), n(u64::from(HASH_VERSION))),
-    ])
+    ]);
+    // Validated times are within `time`'s range, so the day always exists.
+    if let Some(key) = shared::orders::day_shard(&o.order_id, order.created_at_ms) {
+        item.insert(attr::DAY_SHARD.to_owned(), AttributeValue::S(key));
+    }
+    item
 }
 
 impl OrderStore for DynamoStore {
@@ -192,6 +197,18 @@ mod tests {
             Some(&AttributeValue::N(HASH_VERSION.to_string()))
         );
         assert!(is_stored_as(&item, &order));
+    }
+
+    #[test]
+    fn the_item_is_indexed_under_its_utc_day() {
+        let order = sample();
+        let key = item(&order)
+            .get(attr::DAY_SHARD)
+            .and_then(|v| v.as_s().ok())
+            .cloned()
+            .unwrap_or_default();
+        let day = shared::orders::day_of(order.created_at_ms).unwrap_or_default();
+        assert!(key.starts_with(&format!("{day}#")), "{key} for {day}");
     }
 
     #[test]

@@ -19,6 +19,7 @@ use arrow_worker::columns::{self, Flaw, Item, PROJECTION, Row, day_of};
 use arrow_worker::config::Config;
 use arrow_worker::handler::Handler;
 use arrow_worker::merge::merge;
+use arrow_worker::partial;
 use arrow_worker::query::{GroupBy, MAX_LIMIT, MAX_SEGMENTS, Query, Segment, Window};
 use arrow_worker::request::{self, Request};
 use aws_sdk_dynamodb::primitives::Blob;
@@ -118,7 +119,9 @@ pub fn check_request(data: &[u8]) -> Result<(), String> {
     let Ok(payload) = serde_json::from_slice::<Value>(data) else {
         return Ok(());
     };
-    let verdict = match request::parse(payload.clone()) {
+    let parsed = request::parse(payload.clone());
+    let stored_merge = matches!(parsed, Ok(Request::MergeStored { .. }));
+    let verdict = match parsed {
         Ok(request) => validated(request)?,
         Err(e) => Err(e.0),
     };
@@ -132,6 +135,13 @@ pub fn check_request(data: &[u8]) -> Result<(), String> {
         .build()
         .map_err(|e| e.to_string())?;
     let answer = runtime.block_on(handler.handle(LambdaEvent::new(payload, Context::default())));
+    if stored_merge {
+        // The store holds no objects: every stored merge fails, and says why.
+        return match answer {
+            Ok(_) => Err("a merge of stored partials answered without any stored".into()),
+            Err(d) => non_empty(&d.error_message),
+        };
+    }
     match (answer, verdict) {
         (Ok(_), Ok(())) => Ok(()),
         (Err(d), Err(message))
@@ -165,13 +175,25 @@ fn validated(request: Request) -> Result<Verdict, String> {
             query,
             segment,
             total_segments,
-        } => match request::segment(segment, total_segments) {
-            Err(e) => Ok(Err(e.0)),
-            Ok(Some(s)) if s.segment >= s.total_segments || s.total_segments > MAX_SEGMENTS => {
+            run_id,
+        } => match (request::segment(segment, total_segments), run_id) {
+            (Err(e), _) => Ok(Err(e.0)),
+            (Ok(Some(s)), _)
+                if s.segment >= s.total_segments || s.total_segments > MAX_SEGMENTS =>
+            {
                 Err(format!("segment {s:?} passed"))
             }
-            Ok(_) => query_checked(&query),
+            (Ok(None), Some(_)) => Ok(Err(
+                "run_id goes with segment and total_segments: it names a fan-out".into(),
+            )),
+            (Ok(Some(_)), Some(run_id)) => match partial::check_run_id(&run_id) {
+                Err(e) => Ok(Err(e.0)),
+                Ok(()) => query_checked(&query),
+            },
+            (Ok(_), None) => query_checked(&query),
         },
+        // Checked in `check_request`: they need stored objects.
+        Request::MergeStored { .. } => Ok(Ok(())),
         Request::Merge { partials } => match merge(partials) {
             Err(e) => Ok(Err(e.0)),
             Ok(answer) => merged_ok(&answer).map(Ok),

@@ -1,0 +1,48 @@
+//! The [`Store`] on AWS: the DynamoDB tables, and the analytics bucket when
+//! one is configured (`ANALYTICS_BUCKET`).
+
+use crate::columns::Item;
+use crate::dynamodb::DynamoTables;
+use crate::s3::S3Objects;
+use crate::store::{ObjectError, Page, Source, Store, StoreError};
+
+/// Orders and reports in DynamoDB, answers in S3.
+#[derive(Debug, Clone)]
+pub struct AwsStore {
+    tables: DynamoTables,
+    objects: Option<S3Objects>,
+}
+
+impl AwsStore {
+    /// The store of `tables` and, if configured, `objects`.
+    pub fn new(tables: DynamoTables, objects: Option<S3Objects>) -> Self {
+        Self { tables, objects }
+    }
+
+    fn objects(&self) -> Result<&S3Objects, ObjectError> {
+        self.objects.as_ref().ok_or_else(|| {
+            ObjectError(
+                "no analytics bucket: set ANALYTICS_BUCKET (template.yaml sets it to AnalyticsBucket)"
+                    .into(),
+            )
+        })
+    }
+}
+
+impl Store for AwsStore {
+    async fn read_page(&self, source: &Source, start: Option<Item>) -> Result<Page, StoreError> {
+        self.tables.read_page(source, start).await
+    }
+
+    async fn save_report(&self, id: &str, body: String) -> Result<(), StoreError> {
+        self.tables.save_report(id, body).await
+    }
+
+    async fn put_object(&self, key: &str, bytes: Vec<u8>) -> Result<(), ObjectError> {
+        self.objects()?.put(key, bytes).await
+    }
+
+    async fn get_object(&self, key: &str, max_bytes: usize) -> Result<Vec<u8>, ObjectError> {
+        self.objects()?.get(key, max_bytes).await
+    }
+}

@@ -1,0 +1,211 @@
+//! The fan-out at scale, through the template's own state machine on the local
+//! Step Functions engine: 100,000 orders of 20,000 customers (written by the
+//! order processor's store) aggregated by customer over 16 and over 64
+//! segments give exactly the answer of one function scanning the whole table.
+//! Inline partials of that fan-out would pass Step Functions' 256 KiB per
+//! state many times over; stored partials keep only references in the states,
+//! and the answer (over 6 MB) comes back as an S3 key. A state that really
+//! passes 256 KiB still fails the execution, and says why.
+
+use aws_sdk_s3::Client as S3;
+use e2e::{LocalAnalytics, LocalDynamoDb, template};
+use futures::future::join_all;
+use local_stack::lambda_api::{LambdaApi, Served};
+use local_stack::pool::{Overflow, Pool, Size};
+use order_processor::dynamodb::DynamoStore as OrderStore;
+use order_processor::order::validate;
+use order_processor::store::{OrderStore as _, PutOutcome};
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::time::Instant;
+
+const ORDERS: u64 = 100_000;
+const CUSTOMERS: u64 = 20_000;
+const ORDERS_TABLE: &str = "OrdersTable";
+
+/// Five orders per customer, in consecutive currencies: each customer pays in
+/// all four sample currencies, about 500 bytes of answer per customer.
+async fn write_orders(ddb: &LocalDynamoDb) {
+    let store = OrderStore::new(ddb.server.client(), ORDERS_TABLE);
+    let started = Instant::now();
+    let orders: Vec<_> = (0..ORDERS)
+        .map(|n| {
+            let mut order = testkit::orders::order(n);
+            order.customer_id = format!("cust-{:06}", n / (ORDERS / CUSTOMERS));
+            validate(order).expect("sample orders are valid")
+        })
+        .collect();
+    for chunk in orders.chunks(200) {
+        for outcome in join_all(chunk.iter().map(|o| store.put_order(o))).await {
+            assert_eq!(outcome.expect("put"), PutOutcome::Written);
+        }
+    }
+    eprintln!(
+        "{ORDERS} orders of {CUSTOMERS} customers written in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+}
+
+/// The Arrow worker behind a local Invoke API, with DynamoDB and S3.
+struct Stack {
+    ddb: LocalDynamoDb,
+    analytics: LocalAnalytics,
+    pool: Arc<Pool>,
+    _api: LambdaApi,
+}
+
+/// The worker (two environments) over `ddb`, behind the Invoke API the
+/// local state machine calls.
+fn stack(ddb: LocalDynamoDb) -> Stack {
+    let mut analytics = LocalAnalytics::new();
+    let mut env = ddb.env();
+    env.extend(analytics.env());
+    let size = Size {
+        environments: 2,
+        overflow: Overflow::Wait,
+    };
+    let pool = Arc::new(e2e::pool(&template(), "arrow-worker", &env, size));
+    let api = LambdaApi::start(vec![Served {
+        names: vec!["ArrowWorkerFunction".into(), "arrow-worker".into()],
+        pool: Arc::clone(&pool),
+    }])
+    .unwrap_or_else(|e| panic!("{e}"));
+    analytics.start(&api.endpoint());
+    Stack {
+        ddb,
+        analytics,
+        pool,
+        _api: api,
+    }
+}
+
+impl Stack {
+    fn s3(&self) -> S3 {
+        let config = local_stack::local_aws::sdk_config(&self.analytics.server().endpoint());
+        let config = aws_sdk_s3::config::Builder::from(&config)
+            .force_path_style(true)
+            .build();
+        S3::from_conf(config)
+    }
+
+    fn bucket(&self) -> &str {
+        &self.analytics.buckets()[0]
+    }
+
+    /// The answer `body` carries, or the one stored under its `answer_key`.
+    async fn answer(&self, body: &Value) -> Value {
+        let Some(key) = body["answer_key"].as_str() else {
+            return body.clone();
+        };
+        let object = self
+            .s3()
+            .get_object()
+            .bucket(self.bucket())
+            .key(key)
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("get {key}: {e:?}"));
+        let bytes = object.body.collect().await.expect("body").into_bytes();
+        assert_eq!(body["answer_bytes"], bytes.len(), "{key}");
+        serde_json::from_slice(&bytes).expect("a stored answer")
+    }
+
+    /// Bytes of the partials stored under `partials/<run>/`.
+    async fn partial_sizes(&self, run: &str) -> Vec<i64> {
+        let listed = self
+            .s3()
+            .list_objects_v2()
+            .bucket(self.bucket())
+            .prefix(format!("partials/{run}/"))
+            .send()
+            .await
+            .expect("list partials");
+        listed
+            .contents()
+            .iter()
+            .map(|o| o.size().unwrap_or(0))
+            .collect()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_state_machine_fans_out_over_16_and_64_segments_to_one_scans_answer() {
+    let ddb = LocalDynamoDb::start().await;
+    write_orders(&ddb).await;
+    let stack = stack(ddb);
+    let query = json!({"group_by": "customer", "limit": 20_000});
+
+    let started = Instant::now();
+    let one = stack
+        .pool
+        .invoke(json!({"operation": "aggregate", "query": query}).to_string())
+        .expect("invoke");
+    assert_eq!(one.status, 200, "{}", one.body);
+    let one = one.json().expect("JSON");
+    assert!(one["answer_key"].is_string(), "over 6 MB: an S3 key, {one}");
+    let reference = stack.answer(&one).await;
+    let one_s = started.elapsed().as_secs_f64();
+    let groups = reference["groups"].as_array().expect("groups").len();
+    assert_eq!(groups as u64, CUSTOMERS);
+    assert_eq!(reference["rows"]["matched"], ORDERS);
+
+    for total_segments in [16_u32, 64] {
+        let started = Instant::now();
+        let run = format!("fan-out-{total_segments}");
+        let client = stack.analytics.client();
+        let arn = stack.analytics.state_machine_arn(LocalAnalytics::REPORT);
+        let input = json!({"query": query, "total_segments": total_segments});
+        let started_arn = client
+            .start_execution(arn, &input, Some(&run))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let execution = client
+            .wait(&started_arn, std::time::Duration::from_secs(600))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let seconds = started.elapsed().as_secs_f64();
+        assert!(execution.succeeded(), "{total_segments}: {execution:?}");
+        let output = execution.output.clone().expect("output");
+        assert!(output["answer_key"].is_string(), "{output}");
+        let merged = stack.answer(&output).await;
+        assert_eq!(
+            merged["groups"], reference["groups"],
+            "{total_segments} segments"
+        );
+        assert_eq!(
+            merged["rows"], reference["rows"],
+            "{total_segments} segments"
+        );
+        assert_eq!(merged["groups_total"], reference["groups_total"]);
+
+        let sizes = stack.partial_sizes(&run).await;
+        assert_eq!(sizes.len(), total_segments as usize);
+        let stored: i64 = sizes.iter().sum();
+        // Each segment holds about a quarter of the customers' groups, or all
+        // of them at 16: inline, Step Functions would refuse the Map's result.
+        assert!(stored > 262_144 * 4, "{stored} bytes of partials");
+        eprintln!(
+            "fan-out over {total_segments} segments: {seconds:.1} s (one function: {one_s:.1} s), \
+             {:.0} KiB per segment stored in S3 ({:.1} MiB in all), answer {} bytes",
+            stored as f64 / total_segments as f64 / 1024.0,
+            stored as f64 / (1 << 20) as f64,
+            output["answer_bytes"]
+        );
+    }
+    drop(stack.ddb);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_state_past_256_kib_fails_the_execution_and_says_why() {
+    let stack = stack(LocalDynamoDb::start().await);
+    // The input is within StartExecution's limit; the first state adds the
+    // segment list to it and passes 256 KiB.
+    let padding = "9".repeat(255 * 1024);
+    let execution = stack.analytics.run(&json!({
+        "query": {"group_by": "customer", "from": padding},
+        "total_segments": 1_000,
+    }));
+    assert_eq!(execution.status, "FAILED", "{execution:?}");
+    assert_eq!(execution.error.as_deref(), Some("States.DataLimitExceeded"));
+    let cause = execution.cause.clone().unwrap_or_default();
+    assert!(cause.contains("ListSegments"), "{cause}");
+    assert_eq!(stack.pool.started(), 0, "no segment ran");
+}

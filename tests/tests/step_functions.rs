@@ -1,0 +1,287 @@
+//! Step Functions on the local stack (moto's interpreter, see
+//! `local-stack/src/moto.rs`): Lambda tasks reach the local functions through
+//! the Lambda Invoke API, by ARN; a function error fails the task with the
+//! function's `errorType`, which `Retry` and `Catch` match as on AWS; and the
+//! template's `OrdersReportStateMachine` fans the real Arrow worker out over
+//! scan segments (partials in the local S3) and answers as one invocation does.
+
+use e2e::{LocalAnalytics, LocalDynamoDb, template};
+use local_stack::lambda_api::{LambdaApi, Served};
+use local_stack::pool::{Overflow, Pool, Size};
+use local_stack::step_functions::{StateMachine, function_arn};
+use order_processor::dynamodb::DynamoStore as OrderStore;
+use order_processor::store::{OrderStore as _, PutOutcome};
+use serde_json::{Value, json};
+use std::sync::Arc;
+
+/// `function` (a binary) of the template in a pool of `environments`,
+/// behind a Lambda Invoke API under its logical id and binary.
+fn served(function: &str, env: &[(&str, &str)], environments: usize) -> (Arc<Pool>, LambdaApi) {
+    let template = template();
+    let pool = Arc::new(e2e::pool(
+        &template,
+        function,
+        env,
+        Size {
+            environments,
+            overflow: Overflow::Wait,
+        },
+    ));
+    let logical_id = template
+        .function(function)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .logical_id;
+    let api = LambdaApi::start(vec![Served {
+        names: vec![logical_id, function.to_owned()],
+        pool: Arc::clone(&pool),
+    }])
+    .unwrap_or_else(|e| panic!("{e}"));
+    (pool, api)
+}
+
+/// The event types of an execution's history, in order.
+fn history(analytics: &LocalAnalytics, execution_arn: &str) -> Vec<String> {
+    let answer = analytics
+        .client()
+        .call(
+            "GetExecutionHistory",
+            &json!({ "executionArn": execution_arn }),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+    answer["events"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|event| event["type"].as_str().map(str::to_owned))
+        .collect()
+}
+
+/// The keys under `prefix` in `bucket` of the local S3, sorted.
+fn stored_keys(analytics: &LocalAnalytics, bucket: &str, prefix: &str) -> Vec<String> {
+    let url = format!(
+        "{}/{bucket}?list-type=2&prefix={prefix}",
+        analytics.server().endpoint()
+    );
+    let listing = ureq::get(&url)
+        .header("authorization", local_stack::moto::authorization("s3"))
+        .call()
+        .and_then(|response| response.into_body().read_to_string())
+        .unwrap_or_else(|e| panic!("{url}: {e}"));
+    let mut keys: Vec<String> = listing
+        .split("<Key>")
+        .skip(1)
+        .filter_map(|rest| rest.split_once("</Key>").map(|(key, _)| key.to_owned()))
+        .collect();
+    keys.sort();
+    keys
+}
+
+#[test]
+fn lambda_tasks_reach_local_functions_by_arn_and_their_errors_are_named_by_error_type() {
+    let mut analytics = LocalAnalytics::new();
+    let (_pool, api) = served("password-hasher", &[], 1);
+    analytics.start(&api.endpoint());
+    let task = |catch: bool| {
+        let mut task = json!({
+            "Type": "Task",
+            "Resource": "arn:aws:states:::lambda:invoke",
+            "Parameters": {
+                "FunctionName": function_arn("PasswordHasherFunction"),
+                "Payload.$": "$.request",
+            },
+            "ResultSelector": { "hashes.$": "$.Payload.hashes" },
+            "ResultPath": "$.result",
+            "Retry": [{
+                "ErrorEquals": ["InvalidRequest"],
+                "IntervalSeconds": 1,
+                "BackoffRate": 1,
+                "MaxAttempts": 2,
+            }],
+            "End": true,
+        });
+        if catch {
+            task["Catch"] = json!([{
+                "ErrorEquals": ["InvalidRequest"],
+                "ResultPath": "$.caught",
+                "Next": "Refused",
+            }]);
+        }
+        task
+    };
+    let machine = |name: &str, catch: bool| {
+        let definition = json!({
+            "StartAt": "Named",
+            "States": {
+                "Named": {
+                    "Type": "Pass",
+                    "Parameters": { "request.$": "$.request", "run.$": "$$.Execution.Name" },
+                    "Next": "Hash",
+                },
+                "Hash": task(catch),
+                "Refused": { "Type": "Pass", "End": true },
+            },
+        });
+        analytics
+            .client()
+            .create_state_machine(&StateMachine {
+                logical_id: name.to_owned(),
+                kind: "STANDARD".to_owned(),
+                definition,
+            })
+            .unwrap_or_else(|e| panic!("{e}"))
+    };
+    let (caught, uncaught) = (machine("Caught", true), machine("Uncaught", false));
+    let client = analytics.client();
+    let run = |arn: &str, request: Value| {
+        let input = json!({ "request": request });
+        let execution_arn = client
+            .start_execution(arn, &input, None)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let execution = client
+            .wait(&execution_arn, std::time::Duration::from_secs(120))
+            .unwrap_or_else(|e| panic!("{e}"));
+        (execution_arn, execution)
+    };
+
+    // An answer becomes the task's result; the execution is named (a UUID)
+    // even when started without a name, as on AWS.
+    let (arn, hashed) = run(
+        &caught,
+        json!({ "operation": "hash", "cost": 4, "passwords": ["a password"] }),
+    );
+    assert!(hashed.succeeded(), "{hashed:?}");
+    let output = hashed.output.expect("output");
+    let hashes = output["result"]["hashes"].as_array().expect("hashes");
+    assert_eq!(hashes.len(), 1, "{output}");
+    assert!(hashes[0].as_str().is_some_and(|h| h.starts_with("$2b$04$")));
+    let name = output["run"].as_str().expect("the execution's name");
+    assert!(
+        arn.ends_with(&format!(":{name}")) && name.len() == 36,
+        "{arn} {name}"
+    );
+
+    // A function error is the error `errorType` names: retried twice, then caught.
+    let refused = json!({ "operation": "hash", "cost": 99, "passwords": ["a password"] });
+    let (arn, caught_error) = run(&caught, refused.clone());
+    assert!(caught_error.succeeded(), "{caught_error:?}");
+    let caught_output = caught_error.output.expect("output");
+    assert_eq!(caught_output["caught"]["Error"], "InvalidRequest");
+    let cause: Value =
+        serde_json::from_str(caught_output["caught"]["Cause"].as_str().expect("a cause"))
+            .expect("the cause is the function's error JSON");
+    assert_eq!(cause["errorType"], "InvalidRequest");
+    assert!(
+        cause["errorMessage"]
+            .as_str()
+            .is_some_and(|m| !m.is_empty())
+    );
+    let scheduled = history(&analytics, &arn)
+        .iter()
+        .filter(|t| *t == "TaskScheduled")
+        .count();
+    assert_eq!(scheduled, 3, "one invocation and two retries");
+
+    // Not caught, it fails the execution with that error and cause.
+    let (_, failed) = run(&uncaught, refused);
+    assert_eq!(failed.status, "FAILED", "{failed:?}");
+    assert_eq!(failed.error.as_deref(), Some("InvalidRequest"));
+    assert_eq!(
+        failed.cause.as_deref(),
+        caught_output["caught"]["Cause"].as_str()
+    );
+}
+
+#[test]
+fn the_templates_report_state_machine_answers_as_one_invocation_does() {
+    const ORDERS: u64 = 400;
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    let dynamodb = runtime.block_on(LocalDynamoDb::start());
+    let store = OrderStore::new(dynamodb.server.client(), "OrdersTable");
+    runtime.block_on(async {
+        for n in 0..ORDERS {
+            let order = order_processor::order::validate(testkit::orders::order(n))
+                .expect("sample orders are valid");
+            assert_eq!(
+                store.put_order(&order).await.expect("put"),
+                PutOutcome::Written
+            );
+        }
+    });
+    let mut analytics = LocalAnalytics::new();
+    let mut env = dynamodb.env();
+    env.extend(analytics.env());
+    let (pool, api) = served("arrow-worker", &env, 2);
+    analytics.start(&api.endpoint());
+    assert_eq!(analytics.buckets(), ["AnalyticsBucket"]);
+
+    let direct = pool
+        .invoke(
+            json!({"operation": "aggregate", "query": {"group_by": "customer", "limit": 20000}})
+                .to_string(),
+        )
+        .and_then(|answer| answer.json())
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(direct.get("errorType").is_none(), "{direct}");
+    assert_eq!(direct["rows"]["matched"], json!(ORDERS), "{direct}");
+
+    let report = analytics.run(&json!({"query": {"group_by": "customer"}, "total_segments": 4}));
+    assert!(
+        report.succeeded(),
+        "{report:?}\n{}",
+        pool.logs()
+            .lines()
+            .rev()
+            .take(20)
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    let output = report.output.expect("output");
+    assert_eq!(output["groups"], direct["groups"], "{output}");
+    assert_eq!(output["rows"], direct["rows"], "{output}");
+    assert_eq!(output["groups"].as_array().map(Vec::len), Some(50));
+    // Each segment stored its partial under the execution's name.
+    let keys = stored_keys(&analytics, "AnalyticsBucket", "partials/");
+    let run_id = keys
+        .first()
+        .and_then(|key| key.split('/').nth(1))
+        .unwrap_or_else(|| panic!("no partials: {keys:?}"));
+    assert_eq!(run_id.len(), 36, "a UUID: {run_id}");
+    let expected: Vec<String> = (0..4)
+        .map(|segment| arrow_worker::partial::key(run_id, segment, 4))
+        .collect();
+    assert_eq!(keys, expected);
+
+    // A segment the worker refuses fails the execution with its errorType,
+    // its message in the cause (InvalidRequest is not retried).
+    let refused = analytics.run(&json!({"query": {"group_by": "sku"}, "total_segments": 4}));
+    assert_eq!(refused.status, "FAILED", "{refused:?}");
+    assert_eq!(
+        refused.error.as_deref(),
+        Some("InvalidRequest"),
+        "{refused:?}"
+    );
+    let cause: Value = serde_json::from_str(refused.cause.as_deref().unwrap_or_default())
+        .unwrap_or_else(|e| panic!("{e}: {refused:?}"));
+    assert_eq!(cause["errorType"], "InvalidRequest");
+    assert!(
+        cause["errorMessage"]
+            .as_str()
+            .is_some_and(|m| m.contains("sku")),
+        "{cause}"
+    );
+}
+
+#[test]
+fn moto_on_a_port_another_server_holds_is_an_error_not_a_start() {
+    // A listener that accepts and never answers, as a server that took the
+    // port between choosing it and starting moto would.
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = taken.local_addr().expect("address").port();
+    let error = local_stack::moto::Moto::start_on(
+        port,
+        "http://127.0.0.1:9",
+        &e2e::scratch("moto-taken").with_extension("log"),
+    )
+    .expect_err("moto cannot serve a taken port");
+    assert!(error.contains("exited"), "{error}");
+}
