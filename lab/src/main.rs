@@ -223,12 +223,12 @@ fn bcrypt_only() -> Result<(), String> {
     bcrypt::check_agreement(&bcrypt)
 }
 
-/// `lab fan-out`: measure the fan-out section only (building the release
-/// bootstraps first) and replace it in `BENCHMARKS.md`.
+/// `lab fan-out`: measure the fan-out section only (building the x86_64
+/// release bootstraps first) and replace it in `BENCHMARKS.md`.
 fn fan_out_only() -> Result<(), String> {
     let machine = machine::Machine::here();
     report::fan_out_rewritable(&workspace_root())?;
-    local_stack::sam::release_builds()?;
+    tuning::build()?;
     let bar = ProgressBar::new_spinner();
     bar.set_style(
         ProgressStyle::with_template("{spinner} [{elapsed_precise}] {msg}")

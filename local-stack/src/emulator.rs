@@ -97,6 +97,10 @@ impl Emulator {
                 spec.memory_mb.to_string(),
             )
             .env("AWS_LAMBDA_FUNCTION_TIMEOUT", spec.timeout_s.to_string())
+            // Every local environment starts when an invocation needs it, as
+            // an on-demand cold start does (the test's own environment may
+            // say otherwise: it is applied after these).
+            .env("AWS_LAMBDA_INITIALIZATION_TYPE", "on-demand")
             .env("AWS_REGION", crate::local_aws::REGION)
             .env("AWS_DEFAULT_REGION", crate::local_aws::REGION)
             // Local runs never reach AWS: no instance-metadata lookups for

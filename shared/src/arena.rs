@@ -1,9 +1,10 @@
-//! Pre-faulting memory at cold start, in the background, so the first
-//! invocation does not pay the page faults of touching fresh memory.
+//! Pre-faulting memory at cold start, so the first invocation does not pay
+//! the page faults of touching fresh memory: during init ([`prefault_now`],
+//! when init time is free) or on a background thread ([`start`]).
 //!
-//! A background thread allocates `bytes` in 1 MiB blocks through the global
-//! allocator, writes one byte per page (the kernel maps each page on first
-//! touch), and frees the blocks. With the allocator told to keep freed memory
+//! It allocates `bytes` in 1 MiB blocks through the global allocator, has
+//! the kernel map every page (`MADV_POPULATE_WRITE`, or one written byte per
+//! page where the kernel lacks it), and frees the blocks. With the allocator told to keep freed memory
 //! (`MEMORY_RETURN=keep`; see `allocator/`), the pages stay mapped and later
 //! allocations reuse them without faulting. With `prompt`, the allocator hands
 //! them back to the OS and pre-warming is undone: [`start`] refuses it then.
@@ -27,8 +28,8 @@ use tokio::sync::watch;
 
 /// Blocks are this large: the size class big analytics buffers fall in.
 pub const BLOCK: usize = 1 << 20;
-/// Page size assumed for touching (Linux x86_64 and arm64 base pages).
-pub const PAGE: usize = 4096;
+/// Page size assumed for touching.
+pub use crate::memory::PAGE;
 
 /// What pre-warming did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -80,6 +81,20 @@ pub fn start(bytes: usize, policy: Policy) -> Result<Prewarm, NotStarted> {
     spawn(move || prefault(bytes))
 }
 
+/// Pre-fault `bytes` on this thread, now (during init, when init time is
+/// free: provisioned concurrency), with the same checks as [`start`]; the
+/// returned [`Prewarm`] is already finished.
+pub fn prefault_now(bytes: usize, policy: Policy) -> Result<Prewarm, NotStarted> {
+    if !SUPPORTED {
+        return Err(NotStarted::Unsupported(crate::allocator::NAME));
+    }
+    if policy != Policy::Keep {
+        return Err(NotStarted::PromptPolicy);
+    }
+    let (_, done) = watch::channel(Some(prefault(bytes)));
+    Ok(Prewarm { done })
+}
+
 /// Run `work` on the pre-warm thread.
 fn spawn(work: impl FnOnce() -> Report + Send + 'static) -> Result<Prewarm, NotStarted> {
     let (tx, done) = watch::channel(None);
@@ -101,10 +116,13 @@ pub fn prefault(bytes: usize) -> Report {
     let mut held: Vec<Vec<u8>> = Vec::with_capacity(blocks);
     for _ in 0..blocks {
         let mut block: Vec<u8> = Vec::with_capacity(BLOCK);
-        // Write one byte per page of the spare capacity, through safe code:
-        // `spare_capacity_mut` gives the uninitialised bytes as `MaybeUninit`.
-        for page in block.spare_capacity_mut().chunks_mut(PAGE) {
-            page[0].write(1);
+        // Ask the kernel to map the pages (cheaper than faulting them one by
+        // one); where it cannot, write one byte per page of the spare
+        // capacity, through safe code (`MaybeUninit` bytes).
+        if !crate::memory::populate_write(block.spare_capacity_mut()) {
+            for page in block.spare_capacity_mut().chunks_mut(PAGE) {
+                page[0].write(1);
+            }
         }
         std::hint::black_box(&block);
         held.push(block);
@@ -205,6 +223,17 @@ mod tests {
         assert!(report.is_some());
         // Asked again with no time to wait: the report is already there.
         assert_eq!(prewarm.wait(Duration::ZERO).await, report);
+    }
+
+    #[tokio::test]
+    async fn a_prewarm_during_init_is_finished_when_it_returns() {
+        assert!(prefault_now(BLOCK, Policy::Prompt).is_err());
+        if !SUPPORTED {
+            return;
+        }
+        let prewarm = prefault_now(4 * BLOCK, Policy::Keep).expect("prefaulted");
+        let report = prewarm.wait(Duration::ZERO).await.expect("already done");
+        assert_eq!(report.bytes, 4 * BLOCK);
     }
 
     #[tokio::test]

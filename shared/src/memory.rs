@@ -42,6 +42,35 @@ pub fn minor_faults() -> u64 {
     u64::try_from(usage.ru_minflt).unwrap_or(0)
 }
 
+/// Page size assumed (Linux x86_64 and arm64 base pages).
+pub const PAGE: usize = 4096;
+
+/// Map every whole page inside `range` writable now, without writing to it
+/// (`madvise(MADV_POPULATE_WRITE)`, Linux 5.14 and later; about a third
+/// cheaper than touching each page). `false` where the kernel refuses (older
+/// kernels answer `EINVAL`): the caller touches the pages instead.
+pub fn populate_write(range: &mut [std::mem::MaybeUninit<u8>]) -> bool {
+    let page = PAGE;
+    let start = range.as_mut_ptr() as usize;
+    let first = start.next_multiple_of(page);
+    let end = (start + range.len()) / page * page;
+    if end <= first {
+        return true;
+    }
+    // MADV_POPULATE_WRITE only fills in page tables: it changes no byte and no
+    // mapping, so the slice stays valid whatever the result.
+    // SAFETY: [first, end) lies inside `range`, borrowed mutably for the call,
+    // and is page aligned as madvise requires.
+    let result = unsafe {
+        libc::madvise(
+            first as *mut libc::c_void,
+            end - first,
+            libc::MADV_POPULATE_WRITE,
+        )
+    };
+    result == 0
+}
+
 /// `(VmRSS, VmHWM)` in bytes from the text of `/proc/self/status`.
 pub fn parse_status(status: &str) -> (u64, u64) {
     let field = |name: &str| {
@@ -63,6 +92,58 @@ pub fn mib(bytes: u64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Populated pages are mapped: touching them afterwards faults (almost)
+    /// never, where touching fresh pages faults once per page.
+    #[test]
+    fn populated_pages_are_mapped_without_faults_when_touched() {
+        const PAGES: usize = 2_048;
+        let page = PAGE;
+        let touch_faults = |populate: bool| -> Option<u64> {
+            // SAFETY: a fresh private anonymous mapping of PAGES pages, not
+            // shared with anything; small pages only (no THP), so every first
+            // touch faults unless populated. Unmapped below.
+            let region = unsafe {
+                let ptr = libc::mmap(
+                    std::ptr::null_mut(),
+                    PAGES * page,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                    -1,
+                    0,
+                );
+                if ptr == libc::MAP_FAILED {
+                    return None;
+                }
+                libc::madvise(ptr, PAGES * page, libc::MADV_NOHUGEPAGE);
+                std::slice::from_raw_parts_mut(
+                    ptr.cast::<std::mem::MaybeUninit<u8>>(),
+                    PAGES * page,
+                )
+            };
+            if populate && !populate_write(region) {
+                return None;
+            }
+            let before = minor_faults();
+            for chunk in region.chunks_mut(page) {
+                chunk[0].write(1);
+            }
+            let faults = minor_faults() - before;
+            // SAFETY: the mapping made above, no longer borrowed.
+            unsafe { libc::munmap(region.as_mut_ptr().cast(), PAGES * page) };
+            Some(faults)
+        };
+        let Some(populated) = touch_faults(true) else {
+            eprintln!("MADV_POPULATE_WRITE is not supported here: the arena touches pages instead");
+            return;
+        };
+        let fresh = touch_faults(false).expect("mmap");
+        assert!(
+            fresh >= PAGES as u64 / 2,
+            "fresh pages faulted {fresh} times"
+        );
+        assert!(populated < 64, "populated pages faulted {populated} times");
+    }
 
     const STATUS: &str = "Name:\tbootstrap\nVmPeak:\t  123456 kB\nVmHWM:\t    8192 kB\nVmRSS:\t    4096 kB\nThreads:\t3\n";
 

@@ -325,7 +325,7 @@ async fn write_orders(dynamodb: &LocalDynamoDb, count: u64, customers: u64) {
 }
 
 /// The Arrow worker at the template's memory size with its default arena:
-/// the pre-warm finishes (the first invocation waits for it), then one
+/// the pre-warm during init (provisioned concurrency), then one
 /// aggregation by customer over [`ARROW_ORDERS`] orders, every group in the
 /// answer; no out-of-memory kill and the peak below the limit.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -338,9 +338,9 @@ async fn the_arrow_worker_prewarmed_aggregates_tens_of_thousands_of_orders_withi
     write_orders(&dynamodb, ARROW_ORDERS, ARROW_CUSTOMERS).await;
     let written = began.elapsed();
     let mut env = dynamodb.env();
-    // Wait for the whole pre-warm: the arena and the aggregation then are
-    // in memory together.
-    env.push(("ARENA_WAIT_MS", "60000"));
+    // Initialised ahead of traffic: the arena is pre-faulted during init, so
+    // the arena and the aggregation are in memory together.
+    env.push(("AWS_LAMBDA_INITIALIZATION_TYPE", "provisioned-concurrency"));
     let emulator = start("arrow-worker", &env);
     let request = json!({
         "operation": "aggregate",
@@ -377,5 +377,10 @@ async fn the_arrow_worker_prewarmed_aggregates_tens_of_thousands_of_orders_withi
         Some(ARROW_CUSTOMERS as usize)
     );
     assert_eq!(body["run"]["prewarmed"], true, "{}", body["run"]);
+    assert!(
+        body["run"]["prewarm_wait_ms"].as_f64().unwrap_or(f64::MAX) < 50.0,
+        "pre-faulted during init, not waited for: {}",
+        body["run"]
+    );
     assert_within_memory_limit(&emulator, "arrow worker, pre-warm and aggregation");
 }

@@ -11,6 +11,43 @@ pub const ROWS_PER_MB: u64 = 1_000;
 /// How long the first invocation waits for the pre-warm, by default.
 pub const DEFAULT_ARENA_WAIT_MS: u64 = 2_000;
 
+/// When the arena is pre-faulted (`PREWARM`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Prewarm {
+    /// During init, which then ends only once the pages are mapped: for
+    /// environments initialised ahead of traffic, where init time is free.
+    AtInit,
+    /// On a background thread; the first invocation waits for it at most
+    /// `ARENA_WAIT_MS`. Competes with that invocation for the CPU share.
+    Background,
+    /// Not at all.
+    Off,
+}
+
+/// The `PREWARM` setting: `auto` (the default) pre-faults during init when
+/// Lambda initialises ahead of traffic (`AWS_LAMBDA_INITIALIZATION_TYPE`
+/// `provisioned-concurrency` or `snap-start`) and not at all for on-demand
+/// cold starts, where the caller waits for init and the first invocation
+/// both and a pre-warm only pays off for requests that touch the whole arena;
+/// `init`, `background` and `off` choose one way whatever the init type.
+fn prewarm(env: &dyn Env) -> Result<Prewarm, ConfigError> {
+    let ahead_of_traffic = matches!(
+        env.get("AWS_LAMBDA_INITIALIZATION_TYPE")?.as_deref(),
+        Some("provisioned-concurrency" | "snap-start")
+    );
+    match env.get("PREWARM")?.as_deref().unwrap_or("auto") {
+        "auto" if ahead_of_traffic => Ok(Prewarm::AtInit),
+        "auto" | "off" => Ok(Prewarm::Off),
+        "init" => Ok(Prewarm::AtInit),
+        "background" => Ok(Prewarm::Background),
+        other => Err(ConfigError::new(
+            "PREWARM",
+            other,
+            "must be auto, init, background or off",
+        )),
+    }
+}
+
 /// Validated settings.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Config {
@@ -22,7 +59,9 @@ pub struct Config {
     /// Default: a quarter of the function's memory, at most 1 GiB; at most
     /// half of the memory (the rest is for the runtime, the SDK and the work).
     pub arena_bytes: usize,
-    /// `ARENA_WAIT_MS`: the most the first invocation waits for the pre-warm.
+    /// When the arena is pre-faulted (`PREWARM`, see [`Prewarm`]).
+    pub prewarm: Prewarm,
+    /// `ARENA_WAIT_MS`: the most the first invocation waits for a background pre-warm.
     pub arena_wait: Duration,
     /// `MAX_ROWS`: rows one invocation may read; more is an error that says to
     /// fan out. Default: 1,000 per MB of function memory. Also the most groups
@@ -81,6 +120,7 @@ impl Config {
             table_name: table_name(env, "TABLE_NAME", "the DynamoDB table of orders")?,
             reports_table: table_name(env, "REPORTS_TABLE", "the DynamoDB table for reports")?,
             arena_bytes: usize::try_from(arena_mib << 20).unwrap_or(usize::MAX),
+            prewarm: prewarm(env)?,
             arena_wait: Duration::from_millis(number_or(
                 env,
                 "ARENA_WAIT_MS",
@@ -181,6 +221,30 @@ mod tests {
         assert_eq!(
             Config::from_env(&env).unwrap_err().setting,
             "ANALYTICS_BUCKET"
+        );
+    }
+
+    #[test]
+    fn the_arena_is_prefaulted_at_init_only_ahead_of_traffic_by_default() {
+        let with = |init: &'static str, mode: &'static str| {
+            let env = [
+                TABLES[0],
+                TABLES[1],
+                ("AWS_LAMBDA_INITIALIZATION_TYPE", init),
+                ("PREWARM", mode),
+            ];
+            Config::from_env(&env).map(|c| c.prewarm)
+        };
+        assert_eq!(with("on-demand", "auto"), Ok(Prewarm::Off));
+        assert_eq!(with("provisioned-concurrency", "auto"), Ok(Prewarm::AtInit));
+        assert_eq!(with("snap-start", "auto"), Ok(Prewarm::AtInit));
+        assert_eq!(with("on-demand", "init"), Ok(Prewarm::AtInit));
+        assert_eq!(with("provisioned-concurrency", "off"), Ok(Prewarm::Off));
+        assert_eq!(with("on-demand", "background"), Ok(Prewarm::Background));
+        assert_eq!(with("on-demand", "always").unwrap_err().setting, "PREWARM");
+        assert_eq!(
+            Config::from_env(&TABLES).map(|c| c.prewarm),
+            Ok(Prewarm::Off)
         );
     }
 

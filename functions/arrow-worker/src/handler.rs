@@ -10,7 +10,7 @@
 //! caller sent or will receive, which Lambda bounds at 6 MB.
 
 use crate::aggregate::aggregate;
-use crate::answer::{Answer, Group, Rows, Run, Unanswerable};
+use crate::answer::{Answer, Group, MAX_ANSWER_BYTES, Rows, Run, Unanswerable};
 use crate::config::Config;
 use crate::error::Error;
 use crate::merge::{Merger, merge};
@@ -30,6 +30,10 @@ use std::time::{Duration, Instant};
 pub const MAX_REPORT_BYTES: usize = 350_000;
 /// Stored partials a merge reads at once (each is held until merged).
 pub const MERGE_READS_IN_FLIGHT: usize = 8;
+/// Largest answer of `merge_stored` returned inline: Step Functions holds at
+/// most 256 KiB in a state (with room for the Task's wrapping); larger
+/// answers go to the bucket.
+pub const MAX_STATE_BYTES: usize = 200 * 1024;
 
 /// Serves invocations: built once at cold start, shared by every invocation.
 #[derive(Debug)]
@@ -88,37 +92,53 @@ impl<S: Store> Handler<S> {
             "answered"
         );
         match reply {
-            Reply::Answer => self.deliver(&answer, None, request_id).await,
-            Reply::Report(id) => self.deliver(&answer, Some(id), request_id).await,
+            Reply::Answer => {
+                self.deliver(&answer, None, request_id, MAX_ANSWER_BYTES)
+                    .await
+            }
+            // The fan-out's last state: its answer must fit in a state.
+            Reply::Merged => {
+                self.deliver(&answer, None, request_id, MAX_STATE_BYTES)
+                    .await
+            }
+            Reply::Report(id) => {
+                self.deliver(&answer, Some(id), request_id, MAX_ANSWER_BYTES)
+                    .await
+            }
             Reply::Stored(stored) => serde_json::to_value(stored)
                 .map_err(|e| Error::Answer(Unanswerable::NotSerialisable(e))),
         }
     }
 
-    /// `answer` as the response, or, past Lambda's response limit and with a
-    /// bucket, stored as `answers/<request id>.json` and answered by its key.
+    /// `answer` as the response, or, past `inline_max` bytes (at most
+    /// Lambda's response limit) and with a bucket, stored as
+    /// `answers/<request id>.json` and answered by its key.
     async fn deliver(
         &self,
         answer: &Answer,
         report_id: Option<String>,
         request_id: &str,
+        inline_max: usize,
     ) -> Result<Value, Error> {
-        match answer.to_response(report_id) {
-            Err(Unanswerable::TooLarge(bytes)) if self.config.analytics_bucket.is_some() => {
-                let key = format!("{ANSWERS_PREFIX}{}.json", safe_key_part(request_id));
-                let body = serde_json::to_vec(answer).map_err(Unanswerable::from)?;
-                self.store.put_object(&key, body).await?;
-                tracing::info!(key, bytes, "answer stored in the analytics bucket");
-                let mut summary = serde_json::to_value(answer).map_err(Unanswerable::from)?;
-                if let Some(fields) = summary.as_object_mut() {
-                    fields.remove("groups");
-                    fields.insert("answer_key".into(), Value::String(key));
-                    fields.insert("answer_bytes".into(), Value::from(bytes));
-                }
-                Ok(summary)
-            }
-            other => Ok(other?),
+        let bytes = match answer.to_response(report_id) {
+            Ok(body) => match serde_json::to_vec(&body).map(|text| text.len()) {
+                Ok(bytes) if bytes > inline_max && self.config.analytics_bucket.is_some() => bytes,
+                _ => return Ok(body),
+            },
+            Err(Unanswerable::TooLarge(bytes)) if self.config.analytics_bucket.is_some() => bytes,
+            Err(e) => return Err(e.into()),
+        };
+        let key = format!("{ANSWERS_PREFIX}{}.json", safe_key_part(request_id));
+        let body = serde_json::to_vec(answer).map_err(Unanswerable::from)?;
+        self.store.put_object(&key, body).await?;
+        tracing::info!(key, bytes, "answer stored in the analytics bucket");
+        let mut summary = serde_json::to_value(answer).map_err(Unanswerable::from)?;
+        if let Some(fields) = summary.as_object_mut() {
+            fields.remove("groups");
+            fields.insert("answer_key".into(), Value::String(key));
+            fields.insert("answer_bytes".into(), Value::from(bytes));
         }
+        Ok(summary)
     }
 
     /// Wait (bounded, without blocking the thread) for the pre-warm: whether
@@ -154,7 +174,7 @@ impl<S: Store> Handler<S> {
             }
             Request::Merge { partials } => Ok((merge(partials)?, Reply::Answer)),
             Request::MergeStored { partials } => {
-                Ok((self.merge_stored(partials).await?, Reply::Answer))
+                Ok((self.merge_stored(partials).await?, Reply::Merged))
             }
             Request::DailyReport { day } => {
                 let now = time::OffsetDateTime::now_utc();
@@ -310,6 +330,8 @@ impl<S: Store> Handler<S> {
 enum Reply {
     /// The answer itself.
     Answer,
+    /// The answer of a stored fan-out's merge, kept within a state's limit.
+    Merged,
     /// The answer, saved as the report with this id.
     Report(String),
     /// A reference to the partial answer stored in the bucket.

@@ -1,9 +1,10 @@
-//! Arrow worker: wiring only. Cold start validates every setting, starts the
-//! arena pre-warm in the background, then runs the pipeline once on a few
-//! synthetic orders and builds the SDK client while the pre-warm runs.
+//! Arrow worker: wiring only. Cold start validates every setting, pre-faults
+//! the arena as `PREWARM` says (by default only when Lambda initialises ahead
+//! of traffic), runs the pipeline once on a few synthetic orders and builds
+//! the SDK clients.
 
 use arrow_worker::aws::AwsStore;
-use arrow_worker::config::Config;
+use arrow_worker::config::{Config, Prewarm};
 use arrow_worker::dynamodb::DynamoTables;
 use arrow_worker::handler::Handler;
 use arrow_worker::s3::S3Objects;
@@ -12,13 +13,18 @@ use lambda_runtime::{Error, service_fn};
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     let (init, config) = shared::start_or_exit(Config::from_env);
-    let prewarm = (config.arena_bytes > 0)
-        .then(|| shared::arena::start(config.arena_bytes, init.policy))
-        .and_then(|started| {
-            started
-                .inspect_err(|e| tracing::warn!(error = %e, "arena pre-warm not started"))
-                .ok()
-        });
+    let (bytes, policy) = (config.arena_bytes, init.policy);
+    let prewarm = match config.prewarm {
+        _ if bytes == 0 => None,
+        Prewarm::Off => None,
+        Prewarm::AtInit => Some(shared::arena::prefault_now(bytes, policy)),
+        Prewarm::Background => Some(shared::arena::start(bytes, policy)),
+    }
+    .and_then(|started| {
+        started
+            .inspect_err(|e| tracing::warn!(error = %e, "arena pre-warm not started"))
+            .ok()
+    });
     // Page in the pipeline's code while the arena thread faults in memory.
     if let Err(e) = arrow_worker::warm_up::run() {
         tracing::warn!(error = %e, "pipeline warm-up failed");

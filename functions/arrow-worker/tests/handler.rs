@@ -211,6 +211,35 @@ async fn stored_partials_merge_to_one_full_scan_at_any_cardinality() {
 }
 
 #[tokio::test]
+async fn a_stored_merge_answers_inline_only_what_fits_in_a_state() {
+    // About 2,000 customers: an answer of about 0.6 MB, under Lambda's
+    // response limit but past Step Functions' 256 KiB per state.
+    let (w, store) = handler_with(
+        arrow::items(6_000, 2_000, 15),
+        &[("ANALYTICS_BUCKET", "analytics")],
+    );
+    let query = json!({"group_by": "customer", "limit": 20_000});
+    let refs = stored_fan_out(&w, &query, 4, "big").await;
+    let merged = call(&w, json!({"operation": "merge_stored", "partials": refs}))
+        .await
+        .unwrap();
+    let key = merged["answer_key"]
+        .as_str()
+        .unwrap_or_else(|| panic!("stored: {merged}"));
+    let bytes = merged["answer_bytes"].as_u64().unwrap();
+    assert!((256 * 1024..6 * 1024 * 1024).contains(&bytes), "{bytes}");
+    assert!(merged.to_string().len() < 2_000, "a summary only");
+    assert!(store.objects().contains_key(key));
+    // A small answer stays inline.
+    let refs = stored_fan_out(&w, &json!({"group_by": "currency"}), 4, "small").await;
+    let merged = call(&w, json!({"operation": "merge_stored", "partials": refs}))
+        .await
+        .unwrap();
+    assert!(merged["answer_key"].is_null(), "{merged}");
+    assert_eq!(merged["groups"].as_array().map(Vec::len), Some(3));
+}
+
+#[tokio::test]
 async fn stored_merges_refuse_missing_mixed_or_altered_partials() {
     let (w, store) = handler(arrow::items(300, 50, 12));
     let query = json!({"group_by": "day"});

@@ -18,12 +18,14 @@
 //!   [`hashing::on_pool`] and awaited through a oneshot channel, so the
 //!   tokio thread never runs a hash.
 //!
-//! A batch whose estimated time ([`Estimator`]) would not fit before the
+//! A batch whose estimated time ([`Estimator`](hashing::Estimator), see
+//! [`Estimates`]) would not fit before the
 //! invocation's [`Deadline`] (the shared rule) is refused before any hashing.
 
+use crate::calibration::Estimates;
 use crate::config::Limits;
 use crate::error::Error;
-use crate::hashing::{self, Estimator};
+use crate::hashing;
 use crate::request::{self, Request};
 use crate::secret::wipe_json;
 use lambda_runtime::{Diagnostic, LambdaEvent};
@@ -39,16 +41,17 @@ const DEADLINE_SHARE: f64 = 0.8;
 #[derive(Debug, Clone)]
 pub struct Handler {
     limits: Limits,
-    estimator: Estimator,
+    estimates: Estimates,
     init: shared::Init,
 }
 
 impl Handler {
-    /// A handler for the pool `init` built, with `limits`, timed by `estimator`.
-    pub fn new(init: shared::Init, limits: Limits, estimator: Estimator) -> Self {
+    /// A handler for the pool `init` built, with `limits`, timed by
+    /// `estimates` (an [`Estimator`](hashing::Estimator) for a fixed one).
+    pub fn new(init: shared::Init, limits: Limits, estimates: impl Into<Estimates>) -> Self {
         Self {
             limits,
-            estimator,
+            estimates: estimates.into(),
             init,
         }
     }
@@ -130,7 +133,7 @@ impl Handler {
                 .filter_map(|pair| hashing::verify_cost(pair, max_cost).ok())
                 .fold((0, self.limits.min_cost), |(n, max), c| (n + 1, max.max(c))),
         };
-        let estimate = self.estimator.estimate(hashes, cost, vcpus);
+        let estimate = self.estimates.current().estimate(hashes, cost, vcpus);
         let left = deadline.remaining();
         if estimate.as_secs_f64() > left.as_secs_f64() * DEADLINE_SHARE {
             return Err(Error::DeadlineTooShort {
@@ -195,6 +198,7 @@ pub fn is_function_url(event: &Value) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::hashing::Estimator;
     use base64::Engine;
     use std::time::Duration;
 

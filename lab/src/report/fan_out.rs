@@ -38,14 +38,19 @@ pub fn section(fan_out: &FanOut, machine: &Machine) -> String {
         md,
         "Measured on {} (`cargo xtask lab fan-out` measures this section again on its own). The Arrow \
          worker's release bootstrap under the runtime interface emulator with its template limits \
-         (1,769 MB: one vCPU of time, as on Lambda), two execution environments, DynamoDB Local holding \
+         (1,769 MB: one vCPU of time, as on Lambda) and the arena pre-warm off (`ARENA_MIB=0`: its pages \
+         would be the peak whatever the work), two execution environments, DynamoDB Local holding \
          the orders ({ORDERS_PER_CUSTOMER} per customer, in four currencies, written by the order \
          processor's store), the template's state machine on the local Step Functions engine with S3 \
          (moto), all on loopback without TLS. The query aggregates by customer (`limit` 20,000). \
          \"Seconds\" run from the request to the answer, cold starts included; \"peak\" is the highest \
-         memory peak of an environment's cgroup (emulator and function); \"per segment\" is what one \
-         segment stored in S3 (its partial, Arrow IPC) and the merge read back; answers over 6 MB were \
-         stored in S3 and answered by their key. The local engine and DynamoDB Local share this machine's \
+         memory peak of an environment's cgroup (emulator and function; the merge runs in one of them); \
+         \"per segment\" is what one segment stored in S3 (its partial, Arrow IPC) and the merge read \
+         back; answers over 6 MB were stored in S3 and answered by their key (at most 20,000 customers \
+         are answered, so the answer stops growing at 100,000 orders). One function reads the whole \
+         table as one sequence of pages; here its time grows faster than the table, which we have not \
+         traced further (DynamoDB Local's paging is the first suspect): the segments read short \
+         sequences side by side. The local engine and DynamoDB Local share this machine's \
          two cores with the functions, so the fan-out's width buys less here than on AWS, where each \
          segment has its own vCPU and DynamoDB scales its partitions.\n",
         machine.line()
