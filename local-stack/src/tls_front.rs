@@ -18,6 +18,7 @@ use rcgen::{
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread::JoinHandle;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::oneshot;
@@ -87,6 +88,7 @@ fn tls(e: impl std::fmt::Display) -> String {
 /// TLS on a loopback port, relayed to a plain one; stopped on drop.
 pub struct TlsFront {
     port: u16,
+    handshakes: Arc<AtomicUsize>,
     stop: Option<oneshot::Sender<()>>,
     thread: Option<JoinHandle<()>>,
 }
@@ -109,6 +111,8 @@ impl TlsFront {
         listener.set_nonblocking(true).map_err(tls)?;
         let port = listener.local_addr().map_err(tls)?.port();
         let (stop, stopped) = oneshot::channel();
+        let handshakes = Arc::new(AtomicUsize::new(0));
+        let counted = Arc::clone(&handshakes);
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -119,7 +123,7 @@ impl TlsFront {
                     return;
                 };
                 tokio::select! {
-                    () = accept(listener, acceptor, target_port) => {}
+                    () = accept(listener, acceptor, target_port, counted) => {}
                     _ = stopped => {}
                 }
             });
@@ -127,6 +131,7 @@ impl TlsFront {
         });
         Ok(Self {
             port,
+            handshakes,
             stop: Some(stop),
             thread: Some(thread),
         })
@@ -135,6 +140,11 @@ impl TlsFront {
     /// `https://127.0.0.1:PORT`.
     pub fn endpoint(&self) -> String {
         format!("https://127.0.0.1:{}", self.port)
+    }
+
+    /// TLS handshakes completed so far: the connections clients opened.
+    pub fn handshakes(&self) -> usize {
+        self.handshakes.load(Ordering::Relaxed)
     }
 }
 
@@ -149,18 +159,26 @@ impl Drop for TlsFront {
     }
 }
 
-/// Accept connections forever, each relayed in a task of its own.
-async fn accept(listener: TcpListener, acceptor: tokio_rustls::TlsAcceptor, target_port: u16) {
+/// Accept connections forever, each relayed in a task of its own, counting
+/// the completed handshakes in `handshakes`.
+async fn accept(
+    listener: TcpListener,
+    acceptor: tokio_rustls::TlsAcceptor,
+    target_port: u16,
+    handshakes: Arc<AtomicUsize>,
+) {
     loop {
         let Ok((client, _)) = listener.accept().await else {
             continue;
         };
         let acceptor = acceptor.clone();
+        let handshakes = Arc::clone(&handshakes);
         tokio::spawn(async move {
             // A failed handshake or a closed server ends this connection only.
             let Ok(mut client) = acceptor.accept(client).await else {
                 return;
             };
+            handshakes.fetch_add(1, Ordering::Relaxed);
             let Ok(mut server) = TcpStream::connect(("127.0.0.1", target_port)).await else {
                 return;
             };
@@ -236,6 +254,8 @@ mod tests {
         // is really checked.
         let refused = request(rustls::RootCertStore::empty(), port).await;
         assert!(refused.is_err(), "{refused:?}");
+        // One completed handshake: the refused one does not count.
+        assert_eq!(front.handshakes(), 1);
 
         drop(front);
         assert!(

@@ -304,7 +304,7 @@ pub fn invalid_bodies(rounds: u64) -> Vec<String> {
 pub struct LocalDynamoDb {
     /// The server (stopped on drop).
     pub server: local_stack::dynamodb_local::DynamoDbLocal,
-    _front: local_stack::tls_front::TlsFront,
+    front: local_stack::tls_front::TlsFront,
     endpoint: String,
 }
 
@@ -363,8 +363,13 @@ impl LocalDynamoDb {
         Self {
             server,
             endpoint: front.endpoint(),
-            _front: front,
+            front,
         }
+    }
+
+    /// Connections functions opened to this server (TLS handshakes).
+    pub fn tls_handshakes(&self) -> usize {
+        self.front.handshakes()
     }
 
     /// Environment variables for a function using this server (over TLS).

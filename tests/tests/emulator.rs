@@ -417,3 +417,35 @@ fn init_line_at(binary: &str, memory_mb: u32) -> serde_json::Value {
         .find(|l| l["message"] == "shared init done")
         .unwrap_or_else(|| panic!("no init line:\n{logs}"))
 }
+
+/// The order processor opens its DynamoDB connections during init, one per
+/// write it makes at once, and its first batch writes on them: no handshake
+/// is left for the first request (DynamoDB behind the TLS front counts them).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_order_processor_opens_its_connections_during_init() {
+    let dynamodb = LocalDynamoDb::start().await;
+    let mut env = dynamodb.env();
+    env.push(("WRITE_CONCURRENCY", "4"));
+    let emulator = start("order-processor", &env);
+    // An empty batch: the function initialises, then has nothing to write.
+    let empty = emulator.invoke(r#"{"Records": []}"#).expect("invoke");
+    assert_eq!(empty.status, 200, "{}", empty.body);
+    assert_eq!(dynamodb.tls_handshakes(), 4, "{}", emulator.logs());
+    // Four new orders, written four at a time: on the connections of init.
+    let records = e2e::sample_records(0..4);
+    let event = serde_json::json!({ "Records": records }).to_string();
+    let answer = emulator.invoke(&event).expect("invoke");
+    let body = answer.json().expect("JSON");
+    assert_eq!(body["batchItemFailures"], serde_json::json!([]), "{body}");
+    assert_eq!(
+        dynamodb.tls_handshakes(),
+        4,
+        "no handshake in the first batch"
+    );
+    let logs = json_lines(&emulator.logs());
+    let opened = logs
+        .iter()
+        .find(|l| l["message"] == "DynamoDB connections opened")
+        .unwrap_or_else(|| panic!("no connections line:\n{}", emulator.logs()));
+    assert_eq!(opened["answered"], 4, "{opened}");
+}

@@ -3,7 +3,7 @@
 use aws_sdk_dynamodb::config::retry::RetryConfig;
 use lambda_runtime::service_fn;
 use order_processor::{
-    config::Config, dynamodb::DynamoStore, handler::Handler, sqs::SqsDeadLetters,
+    config::Config, connections, dynamodb::DynamoStore, handler::Handler, sqs::SqsDeadLetters,
 };
 
 #[tokio::main]
@@ -15,12 +15,14 @@ async fn main() -> Result<(), lambda_runtime::Error> {
     // invocation's deadline, so a record still not stored (or dead-lettered)
     // is reported failed in time for SQS to deliver it again; the SDK's own
     // retries know no deadline and would multiply the attempts, so they are
-    // off.
+    // off. The connections a batch writes on are opened now, during init.
     let sdk = aws_config::defaults(aws_config::BehaviorVersion::latest())
         .retry_config(RetryConfig::disabled())
         .load()
         .await;
-    let store = DynamoStore::new(aws_sdk_dynamodb::Client::new(&sdk), &config.table_name);
+    let dynamodb = aws_sdk_dynamodb::Client::new(&sdk);
+    connections::open(&dynamodb, &config.table_name, config.write_concurrency).await;
+    let store = DynamoStore::new(dynamodb, &config.table_name);
     let dead_letters = SqsDeadLetters::new(
         aws_sdk_sqs::Client::new(&sdk),
         &config.dead_letter_queue_url,
