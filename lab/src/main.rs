@@ -172,6 +172,17 @@ fn power(cores: usize, tick: &dyn Fn(&str)) -> Result<report::Tuning, String> {
     }
 }
 
+/// The progress line of a command that measures one section.
+fn spinner() -> Result<ProgressBar, String> {
+    let bar = ProgressBar::new_spinner();
+    bar.set_style(
+        ProgressStyle::with_template("{spinner} [{elapsed_precise}] {msg}")
+            .map_err(|e| e.to_string())?,
+    );
+    bar.enable_steady_tick(Duration::from_millis(200));
+    Ok(bar)
+}
+
 /// `lab power`: measure the memory sizes only (building the x86_64 release
 /// bootstraps if missing) and replace their part of `BENCHMARKS.md`.
 fn power_only() -> Result<(), String> {
@@ -179,12 +190,7 @@ fn power_only() -> Result<(), String> {
     // Before measuring for minutes: the report must have the part to replace.
     report::power_rewritable(&workspace_root())?;
     tuning::build()?;
-    let bar = ProgressBar::new_spinner();
-    bar.set_style(
-        ProgressStyle::with_template("{spinner} [{elapsed_precise}] {msg}")
-            .map_err(|e| e.to_string())?,
-    );
-    bar.enable_steady_tick(Duration::from_millis(200));
+    let bar = spinner()?;
     let tuning = power(machine.cores, &|message: &str| {
         bar.set_message(message.to_owned())
     })?;
@@ -204,12 +210,7 @@ fn bcrypt_only() -> Result<(), String> {
     let machine = machine::Machine::here();
     // Before building and measuring: the report must have the part to replace.
     report::bcrypt_rewritable(&workspace_root())?;
-    let bar = ProgressBar::new_spinner();
-    bar.set_style(
-        ProgressStyle::with_template("{spinner} [{elapsed_precise}] {msg}")
-            .map_err(|e| e.to_string())?,
-    );
-    bar.enable_steady_tick(Duration::from_millis(200));
+    let bar = spinner()?;
     let tick = |message: &str| bar.set_message(message.to_owned());
     let probes = probes::Probes::optimised(&[bcrypt::ALLOCATOR], &tick)?;
     tick("bcrypt");
@@ -229,12 +230,7 @@ fn fan_out_only() -> Result<(), String> {
     let machine = machine::Machine::here();
     report::fan_out_rewritable(&workspace_root())?;
     tuning::build()?;
-    let bar = ProgressBar::new_spinner();
-    bar.set_style(
-        ProgressStyle::with_template("{spinner} [{elapsed_precise}] {msg}")
-            .map_err(|e| e.to_string())?,
-    );
-    bar.enable_steady_tick(Duration::from_millis(200));
+    let bar = spinner()?;
     let rows = fan_out::measure(&|message: &str| bar.set_message(message.to_owned()))?;
     bar.finish_and_clear();
     report::rewrite_fan_out(&workspace_root(), &Ok(rows), &machine)?;

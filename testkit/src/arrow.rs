@@ -41,20 +41,18 @@ pub fn items(n: usize, customers: u64, seed: u64) -> Vec<Item> {
     let mut rng = fastrand::Rng::with_seed(seed);
     (0..n)
         .map(|i| {
+            let customer = format!("cust-{:06}", rng.u64(0..customers.max(1)));
+            let currency = CURRENCIES[rng.usize(0..CURRENCIES.len())];
+            let ms = START_MS + rng.i64(0..30 * DAY_MS);
             let mut item = order_item(
-                &format!("cust-{:06}", rng.u64(0..customers.max(1))),
-                CURRENCIES[rng.usize(0..CURRENCIES.len())],
-                START_MS + rng.i64(0..30 * DAY_MS),
+                &customer,
+                currency,
+                ms,
                 rng.u64(1..1_000_000),
                 rng.u64(1..50),
             );
             let order_id = format!("ord-{seed}-{i:08}");
-            let created_at_ms = item
-                .get(attr::CREATED_AT_MS)
-                .and_then(|v| v.as_n().ok())
-                .and_then(|n| n.parse().ok())
-                .unwrap_or(START_MS);
-            if let Some(key) = shared::orders::day_shard(&order_id, created_at_ms) {
+            if let Some(key) = shared::orders::day_shard(&order_id, ms) {
                 item.insert(attr::DAY_SHARD.into(), AttributeValue::S(key));
             }
             item.insert(attr::ORDER_ID.into(), AttributeValue::S(order_id));

@@ -8,6 +8,7 @@ use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::types::AttributeValue;
 use shared::ErrorChain;
 use shared::orders::{DAY_INDEX, attr};
+use std::collections::HashMap;
 
 /// Attribute names of a report item.
 pub mod report_attr {
@@ -25,17 +26,16 @@ pub struct DynamoTables {
     reports: String,
 }
 
-/// `(placeholder, name)` pairs for the projection (some names, `items`, are
-/// reserved words), and the projection expression over the placeholders.
-fn projection() -> (Vec<(String, &'static str)>, String) {
-    let names: Vec<_> = PROJECTION
+/// Placeholder names for the projection (some names, `items`, are reserved
+/// words), and the projection expression over the placeholders.
+fn projection() -> (HashMap<String, String>, String) {
+    let names: HashMap<String, String> = PROJECTION
         .iter()
         .enumerate()
-        .map(|(i, name)| (format!("#a{i}"), *name))
+        .map(|(i, name)| (format!("#a{i}"), (*name).to_owned()))
         .collect();
-    let expression = names
-        .iter()
-        .map(|(p, _)| p.as_str())
+    let expression = (0..PROJECTION.len())
+        .map(|i| format!("#a{i}"))
         .collect::<Vec<_>>()
         .join(", ");
     (names, expression)
@@ -57,7 +57,7 @@ impl DynamoTables {
         source: &Source,
         start: Option<Item>,
     ) -> Result<Page, StoreError> {
-        let (names, expression) = projection();
+        let (mut names, expression) = projection();
         let (items, next) = match source {
             Source::Segment {
                 segment,
@@ -68,15 +68,13 @@ impl DynamoTables {
                     .scan()
                     .table_name(&self.orders)
                     .set_exclusive_start_key(start)
-                    .projection_expression(expression);
+                    .projection_expression(expression)
+                    .set_expression_attribute_names(Some(names));
                 if *total_segments > 1 {
                     let to_i32 = |v: u32| i32::try_from(v).unwrap_or(i32::MAX);
                     request = request
                         .segment(to_i32(*segment))
                         .total_segments(to_i32(*total_segments));
-                }
-                for (placeholder, name) in names {
-                    request = request.expression_attribute_names(placeholder, name);
                 }
                 let output = request.send().await.map_err(|e| {
                     StoreError(format!("Scan of {}: {}", self.orders, ErrorChain(&e)))
@@ -84,19 +82,17 @@ impl DynamoTables {
                 (output.items, output.last_evaluated_key)
             }
             Source::DayShard(key) => {
-                let mut request = self
+                names.insert("#day".to_owned(), attr::DAY_SHARD.to_owned());
+                let request = self
                     .client
                     .query()
                     .table_name(&self.orders)
                     .index_name(DAY_INDEX)
                     .key_condition_expression("#day = :day")
-                    .expression_attribute_names("#day", attr::DAY_SHARD)
                     .expression_attribute_values(":day", AttributeValue::S(key.clone()))
                     .set_exclusive_start_key(start)
-                    .projection_expression(expression);
-                for (placeholder, name) in names {
-                    request = request.expression_attribute_names(placeholder, name);
-                }
+                    .projection_expression(expression)
+                    .set_expression_attribute_names(Some(names));
                 let output = request.send().await.map_err(|e| {
                     StoreError(format!(
                         "Query of {}/{DAY_INDEX}: {}",

@@ -15,7 +15,7 @@ use crate::config::Config;
 use crate::error::Error;
 use crate::merge::{Merger, merge};
 use crate::partial::{self, ANSWERS_PREFIX, StoredPartial};
-use crate::query::{BadRequest, Query, Segment, Window};
+use crate::query::{BadRequest, Query, Segment};
 use crate::request::{self, Request};
 use crate::scan::{Scanned, scan};
 use crate::store::{Source, Store};
@@ -206,18 +206,7 @@ impl<S: Store> Handler<S> {
         run_id: String,
     ) -> Result<(Answer, Reply), Error> {
         partial::check_run_id(&run_id)?;
-        let window = query.validate()?;
-        let scanned = scan(
-            &self.store,
-            [Source::Segment {
-                segment: segment.segment,
-                total_segments: segment.total_segments,
-            }],
-            query.group_by,
-            self.config.max_rows,
-        )
-        .await?;
-        let (groups, rows, pages) = self.aggregated(scanned, window).await?;
+        let (groups, rows, pages) = self.read(&query, [Source::of(segment)]).await?;
         let mut answer = Answer::stored_partial(query, segment, groups, rows);
         answer.run.pages = pages;
         let bytes = partial::encode(&answer).map_err(Error::Encode)?;
@@ -281,10 +270,7 @@ impl<S: Store> Handler<S> {
     /// Rayon pool.
     pub async fn aggregate(&self, query: Query, segment: Option<Segment>) -> Result<Answer, Error> {
         let sources: Vec<Source> = match segment {
-            Some(s) => vec![Source::Segment {
-                segment: s.segment,
-                total_segments: s.total_segments,
-            }],
+            Some(s) => vec![Source::of(s)],
             None => Source::segments(self.workers).collect(),
         };
         self.read_and_aggregate(query, sources, segment).await
@@ -298,26 +284,25 @@ impl<S: Store> Handler<S> {
         sources: impl IntoIterator<Item = Source>,
         segment: Option<Segment>,
     ) -> Result<Answer, Error> {
-        let window = query.validate()?;
-        let scanned = scan(&self.store, sources, query.group_by, self.config.max_rows).await?;
-        let (groups, rows, pages) = self.aggregated(scanned, window).await?;
+        let (groups, rows, pages) = self.read(&query, sources).await?;
         let mut answer = Answer::new(query, segment, groups, rows)?;
         answer.run.pages = pages;
         Ok(answer)
     }
 
-    /// The groups of `scanned` within `window`, aggregated on the Rayon pool,
-    /// with the rows counted (`matched` included) and the pages read.
-    async fn aggregated(
+    /// Validate `query`, read `sources` and aggregate them on the Rayon pool:
+    /// the groups, the rows counted (`matched` included) and the pages read.
+    async fn read(
         &self,
-        scanned: Scanned,
-        window: Window,
+        query: &Query,
+        sources: impl IntoIterator<Item = Source>,
     ) -> Result<(Vec<Group>, Rows, u64), Error> {
+        let window = query.validate()?;
         let Scanned {
             batches,
             mut rows,
             pages,
-        } = scanned;
+        } = scan(&self.store, sources, query.group_by, self.config.max_rows).await?;
         let (groups, matched) =
             shared::pool::run("aggregation", move || aggregate(batches, window)).await??;
         rows.matched = matched;

@@ -4,6 +4,7 @@
 //! runs without a network.
 
 use crate::columns::Item;
+use crate::query::Segment;
 use std::future::Future;
 
 /// What a read covers: one segment of a parallel scan of the orders table, or
@@ -22,6 +23,14 @@ pub enum Source {
 }
 
 impl Source {
+    /// The scan segment `segment` names.
+    pub fn of(segment: Segment) -> Source {
+        Source::Segment {
+            segment: segment.segment,
+            total_segments: segment.total_segments,
+        }
+    }
+
     /// Every segment of a scan in `total_segments` segments.
     pub fn segments(total_segments: u32) -> impl Iterator<Item = Source> {
         (0..total_segments).map(move |segment| Source::Segment {
