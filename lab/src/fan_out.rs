@@ -103,7 +103,7 @@ pub fn measure(tick: &dyn Fn(&str)) -> Result<Vec<Row>, String> {
 
 /// Orders `range` (sample orders, five per customer) through the order
 /// processor's store.
-async fn write_orders(
+pub async fn write_orders(
     client: &aws_sdk_dynamodb::Client,
     range: std::ops::Range<u64>,
 ) -> Result<(), String> {

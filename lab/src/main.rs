@@ -2,23 +2,26 @@
 //! template's choices buy (allocators, bcrypt, arena pre-warm, cold start,
 //! memory size) and writes `BENCHMARKS.md` with SVG plots in `benchmarks/`.
 //! `cargo xtask lab power` measures only the memory sizes (power tuning) and
-//! replaces their part of an existing `BENCHMARKS.md`; `cargo xtask lab bcrypt`
-//! and `cargo xtask lab fan-out` do the same for the bcrypt and the fan-out
-//! sections.
+//! replaces their part of an existing `BENCHMARKS.md`; `cargo xtask lab bcrypt`,
+//! `cargo xtask lab fan-out` and `cargo xtask lab first-invocation` do the same
+//! for the bcrypt, the fan-out and the first-invocation sections.
 //! `cargo xtask lab --quick` runs the same code small on the suite's debug
 //! builds, writes into `target/lab-quick/`, and checks only what must hold
 //! everywhere (memory stays bounded, pre-warm removes most page faults, every
-//! bcrypt candidate computes the same hashes), never a timing; it measures no
-//! memory sizes (they need the release builds).
+//! bcrypt candidate computes the same hashes, no request opens a connection
+//! that init could have, the pre-warm never slows the first invocation beyond
+//! noise, side by side), never an absolute timing; it measures no memory sizes
+//! (they need the release builds).
 //!
 //! Code map: `probes` builds and runs the probe programs; `memory`,
 //! `prewarm`, `bcrypt`, `cold_start`, `tuning` (with `power`, the prices
-//! and the model) and `fan_out` measure; `machine` says where; `report` and `plot` write it
+//! and the model), `fan_out` and `first_invocation` measure; `machine` says where; `report` and `plot` write it
 //! down.
 
 mod bcrypt;
 mod cold_start;
 mod fan_out;
+mod first_invocation;
 mod machine;
 mod memory;
 mod plot;
@@ -46,7 +49,8 @@ fn main() -> ExitCode {
         ["power"] => power_only(),
         ["bcrypt"] => bcrypt_only(),
         ["fan-out"] => fan_out_only(),
-        _ => Err("usage: lab [--quick | power | bcrypt | fan-out]".to_owned()),
+        ["first-invocation"] => first_invocation_only(),
+        _ => Err("usage: lab [--quick | power | bcrypt | fan-out | first-invocation]".to_owned()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -80,6 +84,8 @@ pub struct Results {
     pub power: report::Tuning,
     /// The fan-out against one function, or why not.
     pub fan_out: report::FanOut,
+    /// The first invocation against the steady state, or why not.
+    pub first_invocation: Result<first_invocation::FirstInvocation, String>,
 }
 
 /// The median of `values` (0 for none).
@@ -141,11 +147,22 @@ pub fn run(scale: Scale, build_release: &dyn Fn() -> Result<(), String>) -> Resu
             Err("not in quick mode (it needs the release builds)".to_owned()),
         ),
     };
+    let first_invocation = match local_stack::cgroup::enforced() {
+        Err(why) => Err(format!(
+            "CPU and memory limits are not enforced here ({why})"
+        )),
+        Ok(()) => Ok(first_invocation::measure(
+            scale,
+            &probes.path("mimalloc", "lab_hello")?,
+            &tick,
+        )?),
+    };
     bar.finish_and_clear();
 
     let results = Results {
         power,
         fan_out,
+        first_invocation,
         scale,
         machine,
         memory,
@@ -241,6 +258,29 @@ fn fan_out_only() -> Result<(), String> {
     Ok(())
 }
 
+/// `lab first-invocation`: measure the first invocations only (building the
+/// x86_64 release bootstraps and the hello-world probe first) and replace
+/// their section in `BENCHMARKS.md`.
+fn first_invocation_only() -> Result<(), String> {
+    let machine = machine::Machine::here();
+    report::first_invocation_rewritable(&workspace_root())?;
+    local_stack::cgroup::enforced()
+        .map_err(|why| format!("CPU and memory limits are not enforced here ({why})"))?;
+    tuning::build()?;
+    let bar = spinner()?;
+    let tick = |message: &str| bar.set_message(message.to_owned());
+    let probes = probes::Probes::optimised(&["mimalloc"], &tick)?;
+    let measured =
+        first_invocation::measure(Scale::Full, &probes.path("mimalloc", "lab_hello")?, &tick)?;
+    bar.finish_and_clear();
+    report::rewrite_first_invocation(&workspace_root(), &Ok(measured.clone()), &machine)?;
+    println!(
+        "lab: wrote the first-invocation section into {}",
+        workspace_root().join("BENCHMARKS.md").display()
+    );
+    first_invocation::check(&measured)
+}
+
 /// The properties that must hold on every machine.
 fn check(results: &Results) -> Result<(), String> {
     for (pattern, runs) in &results.memory {
@@ -258,5 +298,11 @@ fn check(results: &Results) -> Result<(), String> {
     println!("lab: pre-warm removes most first-invocation page faults");
     bcrypt::check_agreement(&results.bcrypt)?;
     println!("lab: bcrypt: every candidate's hashes equal the bcrypt crate's");
+    if let Ok(measured) = &results.first_invocation {
+        first_invocation::check(measured)?;
+        println!(
+            "lab: first invocation: no request opens a connection, and the pre-warm never makes it slower than none"
+        );
+    }
     Ok(())
 }

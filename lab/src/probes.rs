@@ -11,7 +11,7 @@ pub const ALLOCATORS: [&str; 4] = ["system", "mimalloc", "jemalloc", "snmalloc"]
 /// The package of the probes.
 const PACKAGE: &str = "lab-probes";
 /// The probes, one per function.
-const PROBES: [&str; 3] = ["lab_orders", "lab_prewarm", "lab_bcrypt"];
+const PROBES: [&str; 4] = ["lab_orders", "lab_prewarm", "lab_bcrypt", "lab_hello"];
 /// The Cargo profile of the full lab: release optimisation without fat LTO.
 const PROFILE: &str = "lab";
 
@@ -76,6 +76,15 @@ impl Probes {
         self.dirs.iter().map(|(name, _)| *name)
     }
 
+    /// The program `probe` as built with `allocator`.
+    pub fn path(&self, allocator: &str, probe: &str) -> Result<PathBuf, String> {
+        self.dirs
+            .iter()
+            .find(|(name, _)| *name == allocator)
+            .map(|(_, dir)| dir.join(probe))
+            .ok_or_else(|| format!("no probes built with {allocator}"))
+    }
+
     /// Run `probe` as built with `allocator`, with `args` and `env`; its JSON line.
     pub fn run(
         &self,
@@ -84,13 +93,7 @@ impl Probes {
         args: &[String],
         env: &[(&str, &str)],
     ) -> Result<serde_json::Value, String> {
-        let dir = self
-            .dirs
-            .iter()
-            .find(|(name, _)| *name == allocator)
-            .map(|(_, dir)| dir)
-            .ok_or_else(|| format!("no probes built with {allocator}"))?;
-        run_json(&dir.join(probe), args, env)
+        run_json(&self.path(allocator, probe)?, args, env)
     }
 }
 

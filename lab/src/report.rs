@@ -2,11 +2,15 @@
 
 mod bcrypt;
 mod fan_out;
+mod first_invocation;
 mod power;
 mod splice;
 
 pub use bcrypt::{rewritable as bcrypt_rewritable, rewrite as rewrite_bcrypt};
 pub use fan_out::{FanOut, rewritable as fan_out_rewritable, rewrite as rewrite_fan_out};
+pub use first_invocation::{
+    rewritable as first_invocation_rewritable, rewrite as rewrite_first_invocation,
+};
 pub use power::{Tuning, rewritable as power_rewritable, rewrite as rewrite_power};
 
 use super::cold_start::BUILD_DIRS;
@@ -64,6 +68,10 @@ pub fn write(dir: &Path, results: &Results) -> Result<(), String> {
     cold_start_section(&mut md, results);
     md.push_str(&power::section(dir, &results.power, &results.machine)?);
     md.push_str(&fan_out::section(&results.fan_out, &results.machine));
+    md.push_str(&first_invocation::section(
+        &results.first_invocation,
+        &results.machine,
+    ));
     let path = dir.join("BENCHMARKS.md");
     std::fs::write(&path, md).map_err(|e| format!("{}: {e}", path.display()))
 }

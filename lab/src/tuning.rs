@@ -290,7 +290,7 @@ fn built(binary: &Path) -> Result<(), String> {
 
 /// Why `answer` is not a success: the function's `errorType`, or the records
 /// of a batch it did not acknowledge.
-fn failure(answer: &Invocation) -> Option<String> {
+pub fn failure(answer: &Invocation) -> Option<String> {
     let Ok(json) = answer.json() else {
         return Some(format!("HTTP {}: not JSON", answer.status));
     };

@@ -33,6 +33,7 @@
 pub mod allocator;
 pub mod arena;
 pub mod config;
+pub mod connections;
 pub mod invocation;
 pub mod logging;
 pub mod memory;
@@ -55,6 +56,7 @@ pub const SETTINGS: &[&str] = &[
     "AWS_LAMBDA_LOG_FORMAT",
     "AWS_LAMBDA_LOG_LEVEL",
     "RUST_LOG",
+    "OPEN_CONNECTIONS_AT_INIT",
 ];
 
 /// What cold start decided, for the handler and its responses.
@@ -68,6 +70,9 @@ pub struct Init {
     pub allocator: &'static str,
     /// When cold start began (close to process start).
     pub started: Instant,
+    /// Whether the function opens its connections during init
+    /// (`OPEN_CONNECTIONS_AT_INIT`, see [`connections`]).
+    pub open_connections: bool,
 }
 
 impl Init {
@@ -132,6 +137,7 @@ impl Init {
             policy: allocator::Policy::from_env(env)?,
             allocator: allocator::NAME,
             started: Instant::now(),
+            open_connections: connections::at_init(env)?,
         })
     }
 }
@@ -152,6 +158,7 @@ pub fn start<C, E: std::fmt::Display>(
         vcpus,
         policy,
         started,
+        open_connections,
         ..
     } = Init::decide(env)?;
     // `Display` of any error type: keep the promised single line.
@@ -179,6 +186,7 @@ pub fn start<C, E: std::fmt::Display>(
         policy,
         allocator: allocator::NAME,
         started,
+        open_connections,
     };
     Ok((init, config))
 }

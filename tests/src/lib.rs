@@ -582,7 +582,7 @@ pub async fn assert_reconciled(
 /// [`start`]: LocalAnalytics::start
 pub struct LocalAnalytics {
     port: u16,
-    _front: local_stack::tls_front::TlsFront,
+    front: local_stack::tls_front::TlsFront,
     s3_endpoint: String,
     running: Option<RunningAnalytics>,
 }
@@ -606,7 +606,7 @@ impl LocalAnalytics {
         Self {
             port,
             s3_endpoint: front.endpoint(),
-            _front: front,
+            front,
             running: None,
         }
     }
@@ -643,6 +643,11 @@ impl LocalAnalytics {
     /// The S3 endpoint functions use (HTTPS).
     pub fn s3_endpoint(&self) -> &str {
         &self.s3_endpoint
+    }
+
+    /// Connections functions opened to S3 (TLS handshakes).
+    pub fn tls_handshakes(&self) -> usize {
+        self.front.handshakes()
     }
 
     /// Environment variables for a function using this S3 (over TLS).

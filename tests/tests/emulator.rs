@@ -2,7 +2,8 @@
 //! the memory size, timeout and environment `template.yaml` declares.
 
 use e2e::{
-    LocalDynamoDb, events, file_name, functions, init_duration_ms, json_lines, start, stored_hashes,
+    LocalAnalytics, LocalDynamoDb, events, file_name, functions, init_duration_ms, json_lines,
+    start, stored_hashes,
 };
 use order_processor::order::ValidOrder;
 use serde_json::Value;
@@ -448,4 +449,57 @@ async fn the_order_processor_opens_its_connections_during_init() {
         .find(|l| l["message"] == "DynamoDB connections opened")
         .unwrap_or_else(|| panic!("no connections line:\n{}", emulator.logs()));
     assert_eq!(opened["answered"], 4, "{opened}");
+}
+
+/// The Arrow worker opens, during init, a DynamoDB connection for each reader
+/// a request runs at once (a scan per worker, at least the daily report's
+/// shards) and one to S3; the report then reads on them. Turned off, init
+/// opens none.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_arrow_worker_opens_its_connections_during_init() {
+    let dynamodb = LocalDynamoDb::start().await;
+    let mut analytics = LocalAnalytics::new();
+    analytics.start(local_stack::local_aws::NO_SERVER);
+    let mut env = dynamodb.env();
+    env.extend(analytics.env());
+    let readers = shared::orders::DAY_SHARDS as usize;
+    let emulator = start("arrow-worker", &env);
+    // A request refused before any call: the function initialises, nothing more.
+    let refused = emulator.invoke("{}").expect("invoke");
+    assert!(refused.body.contains("InvalidRequest"), "{}", refused.body);
+    let opened: Vec<Value> = json_lines(&emulator.logs())
+        .into_iter()
+        .filter(|l| {
+            l["message"]
+                .as_str()
+                .is_some_and(|m| m.ends_with("connections opened"))
+        })
+        .collect();
+    assert_eq!(opened.len(), 2, "{}", emulator.logs());
+    let workers = json_lines(&emulator.logs())
+        .iter()
+        .find(|l| l["message"] == "shared init done")
+        .and_then(|l| l["workers"].as_u64())
+        .expect("workers in the init line");
+    let expected = readers.max(usize::try_from(workers).expect("workers"));
+    assert_eq!(dynamodb.tls_handshakes(), expected, "{}", emulator.logs());
+    assert_eq!(analytics.tls_handshakes(), 1, "{}", emulator.logs());
+    // The daily report reads its day's shards at once: on the connections of init.
+    let report = serde_json::json!({ "operation": "daily_report", "day": "2026-11-21" });
+    let answer = emulator.invoke(report.to_string()).expect("invoke");
+    let body = answer.json().expect("JSON");
+    assert!(body.get("errorType").is_none(), "{body}");
+    assert_eq!(
+        dynamodb.tls_handshakes(),
+        expected,
+        "no handshake in the report"
+    );
+    emulator.stop();
+
+    let mut off = env.clone();
+    off.push((shared::connections::SETTING, "false"));
+    let emulator = start("arrow-worker", &off);
+    emulator.invoke("{}").expect("invoke");
+    assert_eq!(dynamodb.tls_handshakes(), expected, "{}", emulator.logs());
+    assert_eq!(analytics.tls_handshakes(), 1, "{}", emulator.logs());
 }

@@ -17,11 +17,12 @@
 //! - `check-init`  start a project with `sam init` from this git repository
 //!   (also a suite step) and from the template zip (`scaffold`), and run the
 //!   zip project's unit tests
-//! - `lab [--quick | power | bcrypt | fan-out]`  the performance lab (the `lab` crate): `BENCHMARKS.md` and
+//! - `lab [--quick | power | bcrypt | fan-out | first-invocation]`  the performance lab (the `lab` crate): `BENCHMARKS.md` and
 //!   its plots; `--quick` is the suite's small run that checks properties only;
 //!   `power` re-measures only the memory sizes (power tuning) and rewrites their part,
 //!   `bcrypt` the same for the bcrypt section, `fan-out` for the Step Functions
-//!   fan-out against one function
+//!   fan-out against one function, `first-invocation` for the first invocation
+//!   against the steady state
 //!
 //! This crate only dispatches: the local stack (`local-stack/`) and the lab
 //! (`lab/`) are crates of their own, run with `cargo run`, so `cargo xtask`
@@ -35,7 +36,7 @@ mod suite;
 use command::{package, run};
 use std::process::{Command, ExitCode};
 
-const USAGE: &str = "usage: cargo xtask <tools | test | run [--keep] [--visibility-timeout SECONDS] | build-arm64 | bcrypt-differential [--arm64] | sam-local [--quick] | check-init | lab [--quick | power | bcrypt | fan-out]>";
+const USAGE: &str = "usage: cargo xtask <tools | test | run [--keep] [--visibility-timeout SECONDS] | build-arm64 | bcrypt-differential [--arm64] | sam-local [--quick] | check-init | lab [--quick | power | bcrypt | fan-out | first-invocation]>";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();

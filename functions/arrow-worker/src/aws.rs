@@ -19,6 +19,18 @@ impl AwsStore {
         Self { tables, objects }
     }
 
+    /// Open `dynamodb` connections to DynamoDB and one to S3 (if a bucket is
+    /// configured) at the same time, during init (`shared::connections`).
+    pub async fn open_connections(&self, dynamodb: usize) {
+        let tables = shared::connections::open("DynamoDB", dynamodb, || self.tables.answers());
+        let objects = async {
+            if let Some(objects) = &self.objects {
+                shared::connections::open("S3", 1, || objects.answers()).await;
+            }
+        };
+        futures::join!(tables, objects);
+    }
+
     fn objects(&self) -> Result<&S3Objects, ObjectError> {
         self.objects.as_ref().ok_or_else(|| {
             ObjectError(

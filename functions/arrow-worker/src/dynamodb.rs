@@ -51,6 +51,18 @@ impl DynamoTables {
         }
     }
 
+    /// Ask DynamoDB about the orders table: opens a connection during init
+    /// (`shared::connections`). `true` if DynamoDB answered, even with an error.
+    pub async fn answers(&self) -> bool {
+        let answer = self
+            .client
+            .describe_table()
+            .table_name(&self.orders)
+            .send()
+            .await;
+        answer.map_or_else(|e| e.raw_response().is_some(), |_| true)
+    }
+
     /// One page of `source`, starting after `start`.
     pub async fn read_page(
         &self,

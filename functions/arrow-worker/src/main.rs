@@ -47,6 +47,12 @@ async fn main() -> Result<(), Error> {
         S3Objects::new(aws_sdk_s3::Client::from_conf(s3), bucket)
     });
     let store = AwsStore::new(tables, objects);
+    // The connections one request reads on at once: a scan per worker, or
+    // the daily report's shards.
+    if init.open_connections && aws.region().is_some() {
+        let readers = init.vcpus.workers.max(shared::orders::DAY_SHARDS as usize);
+        store.open_connections(readers).await;
+    }
     let handler = Handler::new(store, config, init.vcpus.workers, prewarm);
     let handler = &handler;
     shared::run(&init, service_fn(move |event| handler.handle(event))).await

@@ -22,6 +22,20 @@ impl S3Objects {
         }
     }
 
+    /// Ask S3 about a key that is never written (the partials' prefix itself):
+    /// opens a connection during init (`shared::connections`). `true` if S3
+    /// answered (404, or 403 without a list permission).
+    pub async fn answers(&self) -> bool {
+        let answer = self
+            .client
+            .head_object()
+            .bucket(&self.bucket)
+            .key("partials/")
+            .send()
+            .await;
+        answer.map_or_else(|e| e.raw_response().is_some(), |_| true)
+    }
+
     /// Write `bytes` as `key`.
     pub async fn put(&self, key: &str, bytes: Vec<u8>) -> Result<(), ObjectError> {
         self.client

@@ -3,7 +3,6 @@
 
 pub mod cache;
 pub mod config;
-pub mod connections;
 pub mod dead_letter;
 pub mod dynamodb;
 pub mod error;

@@ -3,7 +3,7 @@
 use aws_sdk_dynamodb::config::retry::RetryConfig;
 use lambda_runtime::service_fn;
 use order_processor::{
-    config::Config, connections, dynamodb::DynamoStore, handler::Handler, sqs::SqsDeadLetters,
+    config::Config, dynamodb::DynamoStore, handler::Handler, sqs::SqsDeadLetters,
 };
 
 #[tokio::main]
@@ -15,13 +15,22 @@ async fn main() -> Result<(), lambda_runtime::Error> {
     // invocation's deadline, so a record still not stored (or dead-lettered)
     // is reported failed in time for SQS to deliver it again; the SDK's own
     // retries know no deadline and would multiply the attempts, so they are
-    // off. The connections a batch writes on are opened now, during init.
+    // off. The connections a batch writes on (`WRITE_CONCURRENCY` at once)
+    // are opened now, during init; dead letters are rare: SQS's is not.
     let sdk = aws_config::defaults(aws_config::BehaviorVersion::latest())
         .retry_config(RetryConfig::disabled())
         .load()
         .await;
     let dynamodb = aws_sdk_dynamodb::Client::new(&sdk);
-    connections::open(&dynamodb, &config.table_name, config.write_concurrency).await;
+    if init.open_connections && sdk.region().is_some() {
+        let table = config.table_name.as_str();
+        shared::connections::open("DynamoDB", config.write_concurrency, || async {
+            // An error answer (access denied) opened the connection too.
+            let answer = dynamodb.describe_table().table_name(table).send().await;
+            answer.map_or_else(|e| e.raw_response().is_some(), |_| true)
+        })
+        .await;
+    }
     let store = DynamoStore::new(dynamodb, &config.table_name);
     let dead_letters = SqsDeadLetters::new(
         aws_sdk_sqs::Client::new(&sdk),

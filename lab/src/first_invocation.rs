@@ -1,0 +1,630 @@
+//! The first invocation against the steady state, on the functions' own
+//! bootstraps (release builds from `sam build`; the suite's debug builds in
+//! quick mode) under the runtime interface emulator, each in a cgroup with its
+//! template's CPU share and memory limit, DynamoDB Local and S3 (moto) behind a
+//! TLS front with a certificate authority made for the run, as on AWS.
+//!
+//! For each function a small, a typical and a large request; for each, the
+//! function as shipped and without each measure (connections opened during
+//! init, arena pre-warm by initialisation type). Every variant runs in fresh
+//! environments, the variants of a request interleaved, so that the machine's
+//! noise falls on all of them alike. A hello-world function (the `lab_hello`
+//! probe) at each memory size gives the init floor.
+//!
+//! Durations are the emulator's: `INIT REPORT` for init, `INVOKE RTDONE` for
+//! each invocation (without init, unlike its first `REPORT` line). "Cold"
+//! is the caller's wait for an on-demand cold start: init and first
+//! invocation, from the request to the answer.
+
+use super::cold_start::{BUILD_DIRS, bootstrap};
+use super::fan_out::write_orders;
+use super::tuning::failure;
+use super::{Scale, median};
+use local_stack::emulator::{Emulator, Invocation};
+use local_stack::moto::{self, Moto};
+use local_stack::template::{Function, Template};
+use local_stack::tls_front::{Authority, CA_FILE_VARIABLE, TlsFront};
+use local_stack::{dynamodb_local, local_aws, tools, workspace_root};
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// The function whose arena pre-warm is measured.
+const ARROW_WORKER: &str = "ArrowWorkerFunction";
+
+/// Invocations after the first, per environment; their median is "steady".
+pub const STEADY: usize = 5;
+
+/// Fresh environments per variant and request.
+pub fn starts(scale: Scale) -> usize {
+    match scale {
+        Scale::Full => 5,
+        Scale::Quick => 2,
+    }
+}
+
+/// Orders in the table for the Arrow worker's small and typical requests,
+/// then for its large one (five per customer).
+fn table_orders(scale: Scale) -> (u64, u64) {
+    match scale {
+        Scale::Full => (3_000, 60_000),
+        Scale::Quick => (300, 1_500),
+    }
+}
+
+/// A variant: what it turns off or on, as settings beside the template's.
+#[derive(Debug, Clone, Copy)]
+pub struct Variant {
+    pub name: &'static str,
+    pub env: &'static [(&'static str, &'static str)],
+}
+
+/// The function as the template ships it.
+pub const SHIPPED: Variant = Variant {
+    name: "as shipped",
+    env: &[],
+};
+/// Connections opened at the first request, not during init.
+pub const NO_CONNECTIONS: Variant = Variant {
+    name: "no connections opened at init",
+    env: &[("OPEN_CONNECTIONS_AT_INIT", "false")],
+};
+/// Lambda initialising ahead of traffic: the arena is pre-faulted during init.
+pub const PROVISIONED: Variant = Variant {
+    name: "provisioned concurrency (pre-warm at init)",
+    env: &[("AWS_LAMBDA_INITIALIZATION_TYPE", "provisioned-concurrency")],
+};
+/// No pre-warm whatever the initialisation type.
+pub const NO_PREWARM: Variant = Variant {
+    name: "PREWARM=off",
+    env: &[("PREWARM", "off")],
+};
+const PREWARM_INIT: Variant = Variant {
+    name: "PREWARM=init (on-demand)",
+    env: &[("PREWARM", "init")],
+};
+const PREWARM_BACKGROUND: Variant = Variant {
+    name: "PREWARM=background (on-demand)",
+    env: &[("PREWARM", "background")],
+};
+
+/// One request of a function.
+struct Request {
+    size: &'static str,
+    description: String,
+    /// The `n`-th invocation's event (fresh order ids for the order processor).
+    event: Box<dyn Fn(u64) -> String>,
+}
+
+/// What one fresh environment measured.
+#[derive(Debug, Clone, Copy)]
+pub struct Start {
+    pub init_ms: f64,
+    pub first_ms: f64,
+    pub steady_ms: f64,
+    /// Request to answer of the first invocation, init included.
+    pub cold_ms: f64,
+    /// TLS handshakes during the invocations (after those of init).
+    pub request_handshakes: usize,
+    /// Minor page faults of the first invocation (Arrow worker only).
+    pub first_faults: Option<u64>,
+}
+
+/// One function, request and variant, over its fresh environments.
+#[derive(Debug, Clone)]
+pub struct Row {
+    pub function: String,
+    pub memory_mb: u32,
+    pub size: &'static str,
+    pub request: String,
+    pub variant: Variant,
+    pub starts: Vec<Start>,
+}
+
+impl Row {
+    /// The median of `field` over the starts.
+    pub fn median(&self, field: impl Fn(&Start) -> f64) -> f64 {
+        median(self.starts.iter().map(field).collect())
+    }
+
+    /// Median first over median steady.
+    pub fn ratio(&self) -> f64 {
+        self.median(|s| s.first_ms) / self.median(|s| s.steady_ms).max(1e-3)
+    }
+}
+
+/// The init floor: a hello-world function at a memory size.
+#[derive(Debug, Clone)]
+pub struct Floor {
+    /// The function whose memory size it ran at.
+    pub function: String,
+    pub memory_mb: u32,
+    pub init_ms: f64,
+}
+
+/// Everything measured.
+#[derive(Debug, Clone)]
+pub struct FirstInvocation {
+    pub rows: Vec<Row>,
+    pub floors: Vec<Floor>,
+    pub starts: usize,
+    /// Which builds: release or debug.
+    pub builds: &'static str,
+}
+
+/// Where the bootstraps are: `sam build`'s release builds, or the suite's debug builds.
+fn binary(scale: Scale, spec: &Function) -> PathBuf {
+    match scale {
+        Scale::Full => bootstrap(BUILD_DIRS[0].1, &spec.logical_id),
+        Scale::Quick => workspace_root()
+            .join("target")
+            .join("debug")
+            .join(&spec.binary),
+    }
+}
+
+/// Measure every function, request and variant; `hello` is the hello-world probe.
+pub fn measure(scale: Scale, hello: &Path, tick: &dyn Fn(&str)) -> Result<FirstInvocation, String> {
+    let template = Template::load(&workspace_root().join("template.yaml"))?;
+    let rie = tools::emulator()?;
+    let logs = workspace_root().join("target").join("lab-logs");
+    std::fs::create_dir_all(&logs).map_err(|e| format!("{}: {e}", logs.display()))?;
+    tick("first invocation: DynamoDB Local, S3 and their TLS fronts");
+    let stack = Stack::start(&template, &logs)?;
+    let (typical_orders, large_orders) = table_orders(scale);
+    stack.write_orders(0..typical_orders)?;
+    let starts = starts(scale);
+    let mut rows = Vec::new();
+    let mut floors = Vec::new();
+    let mut invocations = 0;
+    for (binary, requests, variants) in plan(typical_orders, large_orders)? {
+        let spec = template.function(binary)?;
+        let bootstrap = self::binary(scale, &spec);
+        if !bootstrap.is_file() {
+            return Err(format!("no {} (run `sam build`)", bootstrap.display()));
+        }
+        let floor = hello_floor(&rie, hello, &spec, starts, &logs)?;
+        floors.push(floor);
+        for request in requests {
+            if request.size == "large" && binary == "arrow-worker" {
+                tick(&format!("first invocation: writing {large_orders} orders"));
+                stack.write_orders(typical_orders..large_orders)?;
+            }
+            let mut by_variant: Vec<Vec<Start>> = vec![Vec::new(); variants.len()];
+            for round in 0..starts {
+                for (variant, measured) in variants.iter().zip(&mut by_variant) {
+                    tick(&format!(
+                        "first invocation: {binary}, {} request, {}, #{}",
+                        request.size,
+                        variant.name,
+                        round + 1
+                    ));
+                    let log = logs.join(format!("first-{binary}-{}.log", request.size));
+                    let env = stack.env(variant);
+                    measured.push(environment(
+                        &stack,
+                        &rie,
+                        &bootstrap,
+                        &spec,
+                        &env,
+                        &log,
+                        &request,
+                        &mut invocations,
+                    )?);
+                }
+            }
+            for (variant, measured) in variants.iter().zip(by_variant) {
+                rows.push(Row {
+                    function: spec.logical_id.clone(),
+                    memory_mb: spec.memory_mb,
+                    size: request.size,
+                    request: request.description.clone(),
+                    variant: *variant,
+                    starts: measured,
+                });
+            }
+        }
+    }
+    Ok(FirstInvocation {
+        rows,
+        floors,
+        starts,
+        builds: match scale {
+            Scale::Full => "release (`sam build`)",
+            Scale::Quick => "debug (the suite's)",
+        },
+    })
+}
+
+type Plan = Vec<(&'static str, Vec<Request>, Vec<Variant>)>;
+
+/// Each function's requests and variants.
+fn plan(typical_orders: u64, large_orders: u64) -> Result<Plan, String> {
+    let hash = |cost: u32, count: usize| {
+        let passwords: Vec<String> = (0..count)
+            .map(|i| format!("correct horse battery staple {i}"))
+            .collect();
+        json!({ "operation": "hash", "cost": cost, "passwords": passwords }).to_string()
+    };
+    let sample = |function: &str, file: &str| -> Result<String, String> {
+        local_stack::events::of(function)?
+            .into_iter()
+            .find(|(path, _)| path.ends_with(file))
+            .map(|(_, body)| body)
+            .ok_or_else(|| format!("events/{function}/{file} is missing"))
+    };
+    let (hash_event, by_customer) = (
+        sample("password-hasher", "hash.json")?,
+        sample("arrow-worker", "report-by-customer.json")?,
+    );
+    let day = |n: u64| testkit::orders::order(n).created_at[..10].to_owned();
+    // The last day of the typical table: its fewest orders.
+    let small_day = day(typical_orders - 1);
+    let daily = json!({ "operation": "daily_report", "day": small_day }).to_string();
+    let large =
+        json!({ "operation": "aggregate", "query": { "group_by": "customer", "limit": 20_000 } })
+            .to_string();
+    // Order ids of the order processor's batches start past the worker's table.
+    let after = large_orders;
+    Ok(vec![
+        (
+            "order-processor",
+            vec![
+                Request {
+                    size: "small",
+                    description: "an SQS batch of 1 new order".into(),
+                    event: Box::new(move |n| orders_event(after + n * 10, 1, 1)),
+                },
+                Request {
+                    size: "typical",
+                    description: "an SQS batch of 10 new orders".into(),
+                    event: Box::new(move |n| orders_event(after + n * 10, 10, 1)),
+                },
+                Request {
+                    size: "large",
+                    description: format!(
+                        "an SQS batch of 10 new orders of {} items each",
+                        order_processor::order::MAX_ITEMS
+                    ),
+                    event: Box::new(move |n| {
+                        orders_event(after + n * 10, 10, order_processor::order::MAX_ITEMS)
+                    }),
+                },
+            ],
+            vec![SHIPPED, NO_CONNECTIONS],
+        ),
+        (
+            "password-hasher",
+            vec![
+                Request {
+                    size: "small",
+                    description: "one hash at cost 4".into(),
+                    event: Box::new(move |_| hash(4, 1)),
+                },
+                Request {
+                    size: "typical",
+                    description: "`events/password-hasher/hash.json` (2 hashes at cost 10)".into(),
+                    event: Box::new(move |_| hash_event.clone()),
+                },
+                Request {
+                    size: "large",
+                    description: "16 hashes at cost 10".into(),
+                    event: Box::new(move |_| hash(10, 16)),
+                },
+            ],
+            vec![SHIPPED],
+        ),
+        (
+            "arrow-worker",
+            vec![
+                Request {
+                    size: "small",
+                    description: format!(
+                        "the daily report of {} (the last day of {typical_orders} orders)",
+                        day(typical_orders - 1)
+                    ),
+                    event: Box::new(move |_| daily.clone()),
+                },
+                Request {
+                    size: "typical",
+                    description: format!(
+                        "`events/arrow-worker/report-by-customer.json` over {typical_orders} orders"
+                    ),
+                    event: Box::new(move |_| by_customer.clone()),
+                },
+                Request {
+                    size: "large",
+                    description: format!(
+                        "every customer over {large_orders} orders ({} customers)",
+                        large_orders / super::fan_out::ORDERS_PER_CUSTOMER
+                    ),
+                    event: Box::new(move |_| large.clone()),
+                },
+            ],
+            vec![
+                SHIPPED,
+                NO_CONNECTIONS,
+                NO_PREWARM,
+                PREWARM_INIT,
+                PREWARM_BACKGROUND,
+                PROVISIONED,
+            ],
+        ),
+    ])
+}
+
+/// An SQS event of `count` valid orders from `first`, each of `items` items
+/// (1 keeps the sample's own).
+fn orders_event(first: u64, count: u64, items: usize) -> String {
+    let records = testkit::orders::records(first..first + count, |n| {
+        let mut order = testkit::orders::order(n);
+        if items > 1 {
+            let item = order.items[0].clone();
+            order.items = vec![item; items];
+            order.total_cents = order
+                .items
+                .iter()
+                .map(|i| u64::from(i.quantity) * i.unit_price_cents)
+                .sum();
+        }
+        serde_json::to_string(&order).unwrap_or_default()
+    });
+    json!({ "Records": records }).to_string()
+}
+
+/// DynamoDB Local and moto's S3, each behind a TLS front of one authority.
+struct Stack {
+    dynamodb: dynamodb_local::DynamoDbLocal,
+    _moto: Moto,
+    fronts: [TlsFront; 2],
+    ca_file: PathBuf,
+    runtime: tokio::runtime::Runtime,
+}
+
+impl Stack {
+    fn start(template: &Template, logs: &Path) -> Result<Self, String> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .map_err(|e| e.to_string())?;
+        let dynamodb = dynamodb_local::DynamoDbLocal::start(&logs.join("first-dynamodb.log"))?;
+        runtime.block_on(dynamodb_local::create_tables(template, &dynamodb.client()))?;
+        let moto = Moto::start(local_aws::NO_SERVER, &logs.join("first-moto.log"))?;
+        moto::create_buckets(template, &moto.endpoint())?;
+        let ca_file = logs.join("first-certificate-authority.pem");
+        let authority = Authority::new(&ca_file)?;
+        let fronts = [
+            TlsFront::start(&authority, dynamodb.port())?,
+            TlsFront::start(&authority, moto.port())?,
+        ];
+        Ok(Self {
+            dynamodb,
+            _moto: moto,
+            fronts,
+            ca_file,
+            runtime,
+        })
+    }
+
+    fn write_orders(&self, range: std::ops::Range<u64>) -> Result<(), String> {
+        self.runtime
+            .block_on(write_orders(&self.dynamodb.client(), range))
+    }
+
+    /// The functions' settings for `variant`.
+    fn env(&self, variant: &Variant) -> Vec<(String, String)> {
+        let endpoints = [
+            ("AWS_ENDPOINT_URL_DYNAMODB", self.fronts[0].endpoint()),
+            ("AWS_ENDPOINT_URL_S3", self.fronts[1].endpoint()),
+            (
+                CA_FILE_VARIABLE,
+                self.ca_file.to_string_lossy().into_owned(),
+            ),
+            // Valid orders send no dead letters; the order processor needs a URL.
+            (
+                "DEAD_LETTER_QUEUE_URL",
+                testkit::dead_letters::QUEUE_URL.to_owned(),
+            ),
+        ];
+        let borrowed: Vec<(&str, &str)> = endpoints.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        local_aws::function_env(&borrowed)
+            .into_iter()
+            .chain(variant.env.iter().copied())
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+            .collect()
+    }
+
+    fn handshakes(&self) -> usize {
+        self.fronts.iter().map(TlsFront::handshakes).sum()
+    }
+}
+
+/// One fresh environment: the first invocation, then [`STEADY`] more.
+#[allow(clippy::too_many_arguments)]
+fn environment(
+    stack: &Stack,
+    rie: &Path,
+    bootstrap: &Path,
+    spec: &Function,
+    env: &[(String, String)],
+    log: &Path,
+    request: &Request,
+    invocations: &mut u64,
+) -> Result<Start, String> {
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let before = stack.handshakes();
+    let emulator = Emulator::start(rie, bootstrap, spec, &env, log)?;
+    let mut invoke = || -> Result<Invocation, String> {
+        let answer = emulator.invoke((request.event)(*invocations))?;
+        *invocations += 1;
+        match failure(&answer) {
+            Some(why) => Err(format!("{}: {why}; see {}", spec.binary, log.display())),
+            None => Ok(answer),
+        }
+    };
+    let started = Instant::now();
+    let first = invoke()?;
+    let cold_ms = started.elapsed().as_secs_f64() * 1e3;
+    for _ in 0..STEADY {
+        invoke()?;
+    }
+    let logs = emulator_logs(&emulator, STEADY + 1);
+    emulator.stop();
+    let durations = invoke_durations_ms(&logs);
+    let (Some(&first_ms), Some(init_ms)) = (
+        durations.first(),
+        local_stack::emulator::init_duration_ms(&logs),
+    ) else {
+        return Err(format!("{}: no init or invoke durations", log.display()));
+    };
+    let opened_at_init: usize = json_lines(&logs)
+        .filter(|l| {
+            l["message"]
+                .as_str()
+                .is_some_and(|m| m.ends_with("connections opened"))
+        })
+        .filter_map(|l| l["answered"].as_u64())
+        .map(|n| usize::try_from(n).unwrap_or(0))
+        .sum();
+    Ok(Start {
+        init_ms,
+        first_ms,
+        steady_ms: median(durations[1..].to_vec()),
+        cold_ms,
+        request_handshakes: (stack.handshakes() - before).saturating_sub(opened_at_init),
+        first_faults: first
+            .json()
+            .ok()
+            .and_then(|a| a["run"]["minor_faults"].as_u64()),
+    })
+}
+
+/// The emulator's output once it holds `invocations` `INVOKE RTDONE` lines
+/// (it may write the last just after it answers), or after 5 s.
+fn emulator_logs(emulator: &Emulator, invocations: usize) -> String {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let mut logs = emulator.logs();
+    while invoke_durations_ms(&logs).len() < invocations && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+        logs = emulator.logs();
+    }
+    logs
+}
+
+/// The hello-world probe's init at `spec`'s memory size (its CPU share): the
+/// median of `starts` cold starts.
+fn hello_floor(
+    rie: &Path,
+    hello: &Path,
+    spec: &Function,
+    starts: usize,
+    logs: &Path,
+) -> Result<Floor, String> {
+    let mut hello_spec = spec.clone();
+    hello_spec.env.clear();
+    let mut all = Vec::new();
+    for _ in 0..starts.max(3) {
+        let log = logs.join(format!("first-hello-{}.log", spec.memory_mb));
+        let emulator = Emulator::start(rie, hello, &hello_spec, &[], &log)?;
+        emulator.invoke("{}")?;
+        let init = emulator.init_duration_ms();
+        emulator.stop();
+        all.push(init.ok_or_else(|| format!("{}: no init duration", log.display()))?);
+    }
+    Ok(Floor {
+        function: spec.logical_id.clone(),
+        memory_mb: spec.memory_mb,
+        init_ms: median(all),
+    })
+}
+
+/// The JSON lines of `logs`.
+fn json_lines(logs: &str) -> impl Iterator<Item = Value> + '_ {
+    logs.lines()
+        .filter(|line| line.starts_with('{'))
+        .filter_map(|line| serde_json::from_str(line).ok())
+}
+
+/// The duration of every invocation the emulator ran, in order, ms: its
+/// `INVOKE RTDONE(... duration: X ms)` lines (the first `REPORT` line's
+/// `Duration` includes init).
+pub fn invoke_durations_ms(logs: &str) -> Vec<f64> {
+    logs.lines()
+        .filter(|line| line.contains("INVOKE RTDONE("))
+        .filter_map(|line| {
+            let rest = line.split("duration: ").nth(1)?;
+            rest.split("ms").next()?.trim().parse().ok()
+        })
+        .collect()
+}
+
+/// The properties that hold on any machine: no request of a function as
+/// shipped opens a connection (init opened them), and the arena pre-warm as
+/// shipped never makes the Arrow worker's first invocation slower than none
+/// beyond noise (side by side, over every request size: at most 1.5x and
+/// 20 ms), on-demand (init and first invocation) and with provisioned
+/// concurrency (the first invocation).
+pub fn check(measured: &FirstInvocation) -> Result<(), String> {
+    for row in &measured.rows {
+        let handshakes: usize = row.starts.iter().map(|s| s.request_handshakes).sum();
+        if row.variant.name == SHIPPED.name && handshakes > 0 {
+            return Err(format!(
+                "{} {} request: {handshakes} TLS handshake(s) in requests, none expected",
+                row.function, row.size
+            ));
+        }
+    }
+    let of = |variant: &Variant, field: fn(&Start) -> f64| {
+        median(
+            measured
+                .rows
+                .iter()
+                .filter(|r| r.function == ARROW_WORKER && r.variant.name == variant.name)
+                .flat_map(|r| r.starts.iter().map(field))
+                .collect(),
+        )
+    };
+    let cold: fn(&Start) -> f64 = |s| s.cold_ms;
+    let first: fn(&Start) -> f64 = |s| s.first_ms;
+    for (variant, field, what) in [
+        (SHIPPED, cold, "init and first invocation, on-demand"),
+        (PROVISIONED, first, "first invocation"),
+    ] {
+        let (with_ms, none_ms) = (of(&variant, field), of(&NO_PREWARM, field));
+        if with_ms > none_ms * 1.5 + 20.0 {
+            return Err(format!(
+                "Arrow worker, {what}: {with_ms:.1} ms {}, {none_ms:.1} ms without pre-warm (medians)",
+                variant.name
+            ));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn invoke_durations_come_from_rtdone_lines() {
+        let logs = "24 Nov 2026 04:13:56,103 [INFO] (rapid) INIT REPORT(durationMs: 47.652000)\n\
+            24 Nov 2026 04:13:56,106 [INFO] (rapid) INVOKE RTDONE(status: success, produced bytes: 0, duration: 2.304000ms)\n\
+            REPORT RequestId: 3\tInit Duration: 0.02 ms\tDuration: 50.20 ms\tBilled Duration: 51 ms\n\
+            24 Nov 2026 04:13:56,116 [INFO] (rapid) INVOKE RTDONE(status: success, produced bytes: 0, duration: 1.333000ms)\n";
+        assert_eq!(invoke_durations_ms(logs), vec![2.304, 1.333]);
+        assert!(invoke_durations_ms("").is_empty());
+    }
+
+    #[test]
+    fn large_order_batches_are_valid() {
+        let event: Value = serde_json::from_str(&orders_event(7, 10, 100)).expect("JSON");
+        let records = event["Records"].as_array().expect("records");
+        assert_eq!(records.len(), 10);
+        for record in records {
+            let body = record["body"].as_str().expect("body");
+            let order = order_processor::order::parse(body).expect("valid");
+            assert_eq!(order.order.items.len(), 100);
+        }
+    }
+}
