@@ -1,15 +1,17 @@
-//! The estimator a request is timed with, calibrated off the cold start's
-//! critical path: a task started at cold start times a few hashes on the
-//! pool while the runtime already serves. Until it has finished, a request is
-//! timed with a cautious prior ([`PRIOR_SINGLE`], no gain from lanes); only a
-//! request the prior would refuse waits for the calibration (about 10 ms of
-//! CPU) and is judged again, so nothing is refused that fits and small
-//! requests never wait.
+//! The estimator a request is timed with, calibrated only when it matters: a
+//! request is first timed with a cautious prior ([`PRIOR_SINGLE`], no gain
+//! from lanes, slower than any machine Lambda runs on); only a request the
+//! prior would refuse has a few hashes timed on the pool (about 10 ms of CPU,
+//! once per environment) and is judged again with them. Nothing is refused
+//! that fits, and neither init nor the requests the prior accepts (nearly
+//! all) pay for calibration: a calibration started at cold start would
+//! compete with the first request for the function's CPU share.
 
 use crate::eksblowfish::LANES;
 use crate::hashing::Estimator;
 use std::time::Duration;
-use tokio::sync::watch;
+use std::sync::Arc;
+use tokio::sync::OnceCell;
 
 /// One cost-4 hash on a whole vCPU, as the prior assumes it: about six times
 /// what an x86-64 core of 2024 takes alone (0.7 ms), more than the `bcrypt`
@@ -22,55 +24,55 @@ pub fn prior() -> Estimator {
 }
 
 /// The estimator in use, shared by every invocation.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Estimates {
-    calibrated: watch::Receiver<Option<Estimator>>,
+    calibrated: Arc<OnceCell<Estimator>>,
 }
 
 impl Estimates {
-    /// Start calibrating on the pool in the background (a tokio task): the
-    /// cold start does not wait for it. A failed calibration is logged and
-    /// the prior kept.
-    pub fn calibrate_in_background() -> Self {
-        let (done, calibrated) = watch::channel(None);
-        tokio::spawn(async move {
-            match Estimator::calibrate().await {
-                Ok(estimator) => {
-                    let _ = done.send(Some(estimator));
-                    tracing::debug!("estimator calibrated");
-                }
-                Err(e) => tracing::warn!(error = %e, "calibration failed: the prior stays"),
-            }
-        });
-        Self { calibrated }
+    /// The prior until [`Estimates::settled`] is first needed.
+    pub fn on_demand() -> Self {
+        Self::default()
     }
 
-    /// The calibrated estimator, or the prior until calibration has finished.
+    /// The calibrated estimator, or the prior until calibration has run.
     pub fn current(&self) -> Estimator {
-        (*self.calibrated.borrow()).unwrap_or_else(prior)
+        self.calibrated.get().copied().unwrap_or_else(prior)
     }
 
-    /// The calibrated estimator once calibration has finished (the prior if
-    /// it failed).
+    /// The calibrated estimator, calibrating now if no invocation has yet
+    /// (concurrent callers wait for the same calibration). A failed
+    /// calibration is logged and the prior kept.
     pub async fn settled(&self) -> Estimator {
-        let mut calibrated = self.calibrated.clone();
-        match calibrated.wait_for(Option::is_some).await {
-            Ok(estimator) => (*estimator).unwrap_or_else(prior),
-            Err(_) => prior(),
-        }
+        *self
+            .calibrated
+            .get_or_init(|| async {
+                match Estimator::calibrate().await {
+                    Ok(estimator) => {
+                        tracing::debug!("estimator calibrated");
+                        estimator
+                    }
+                    Err(e) => {
+                        tracing::warn!(error = %e, "calibration failed: the prior stays");
+                        prior()
+                    }
+                }
+            })
+            .await
     }
 
-    /// Whether calibration has finished.
+    /// Whether calibration has run.
     pub fn calibrated(&self) -> bool {
-        self.calibrated.borrow().is_some()
+        self.calibrated.initialized()
     }
 }
 
 impl From<Estimator> for Estimates {
     /// Estimates that are `estimator`, from the start (tests, tools).
     fn from(estimator: Estimator) -> Self {
-        let (_, calibrated) = watch::channel(Some(estimator));
-        Self { calibrated }
+        Self {
+            calibrated: Arc::new(OnceCell::new_with(Some(estimator))),
+        }
     }
 }
 
@@ -88,7 +90,8 @@ mod tests {
             available: 1,
         })
         .expect("vcpus");
-        let estimates = Estimates::calibrate_in_background();
+        let estimates = Estimates::on_demand();
+        assert!(!estimates.calibrated(), "nothing runs before it is needed");
         let calibrated = estimates.settled().await;
         assert!(estimates.calibrated(), "calibration finished");
         // A batch in full groups: the prior assumes neither this machine's

@@ -328,7 +328,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_batch_the_prior_refuses_waits_for_calibration_and_is_served() {
+    async fn only_a_batch_the_prior_refuses_is_calibrated_for_and_it_is_served() {
         // 60 hashes at cost 8 on two workers: about 1.9 s by the cautious
         // prior (more than 80% of 1 s), a fraction of that once calibrated.
         let mut init = shared::Init::decide(&[]).expect("init");
@@ -342,17 +342,22 @@ mod tests {
         let handler = Handler::new(
             init,
             Limits::default(),
-            crate::calibration::Estimates::calibrate_in_background(),
+            crate::calibration::Estimates::on_demand(),
+        );
+        let deadline = || Deadline::at(Instant::now() + Duration::from_secs(1));
+        let small = valid(json!({"operation": "hash", "cost": 4, "passwords": ["pw"]}));
+        handler.serve(small, deadline()).await.expect("small");
+        assert!(
+            !handler.estimates.calibrated(),
+            "the prior accepts a small batch: no calibration"
         );
         let request = valid(json!({"operation": "hash", "cost": 8, "passwords": vec!["pw"; 60]}));
         let answer = handler
-            .serve(
-                request,
-                Deadline::at(Instant::now() + Duration::from_secs(1)),
-            )
+            .serve(request, deadline())
             .await
             .expect("fits once calibrated");
         assert_eq!(answer["hashes"].as_array().map(Vec::len), Some(60));
+        assert!(handler.estimates.calibrated());
     }
 
     #[tokio::test]
