@@ -147,7 +147,12 @@ pub fn measure(
             args.clear();
             args.push(setup.policy.to_owned());
             args.extend(pattern.phases.iter().cloned());
-            out.push(probes.run(setup.allocator, "lab_orders", &args, &env)?);
+            let mut run_env = env.to_vec();
+            if setup.policy == "library-defaults" {
+                // The library's own default; the template's is set before `main`.
+                run_env.push(("MIMALLOC_ALLOW_THP", "1"));
+            }
+            out.push(probes.run(setup.allocator, "lab_orders", &args, &run_env)?);
         }
     }
     setups

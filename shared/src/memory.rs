@@ -71,6 +71,14 @@ pub fn populate_write(range: &mut [std::mem::MaybeUninit<u8>]) -> bool {
     result == 0
 }
 
+/// Whether transparent huge pages are off for this process
+/// (`prctl(PR_GET_THP_DISABLE)`; mimalloc turns them off at start-up under
+/// `MEMORY_RETURN=prompt`, see `allocator/mimalloc.rs`).
+pub fn huge_pages_disabled() -> bool {
+    // SAFETY: PR_GET_THP_DISABLE reads a flag of this process; it takes no pointers.
+    unsafe { libc::prctl(libc::PR_GET_THP_DISABLE, 0, 0, 0, 0) == 1 }
+}
+
 /// `(VmRSS, VmHWM)` in bytes from the text of `/proc/self/status`.
 pub fn parse_status(status: &str) -> (u64, u64) {
     let field = |name: &str| {

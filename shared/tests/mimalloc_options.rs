@@ -42,3 +42,31 @@ fn each_option_set_is_the_one_named_reads_back_and_changes_nothing_else() {
         }
     }
 }
+
+/// The start-up options are in force in this binary, which starts as a
+/// function does with the default policy: mimalloc read them before `main`.
+#[cfg(target_os = "linux")]
+#[test]
+fn start_up_options_are_set_before_mimalloc_starts() {
+    let policy = Policy::from_env(&shared::config::ProcessEnv).expect("MEMORY_RETURN");
+    let options = allocator::mimalloc_options();
+    for (option, value) in allocator::mimalloc_start_up_settings(policy) {
+        let index = usize::try_from(option.index).expect("an index");
+        let (name, read) = options.get(index).expect("index within mimalloc's options");
+        assert_eq!(name, option.name, "index {index} is mimalloc's `{name}`");
+        let variable = format!("MIMALLOC_{}", name.to_uppercase());
+        if std::env::var_os(&variable).is_none() {
+            assert_eq!(*read, *value, "{name} reads {read}");
+        }
+    }
+    if options
+        .iter()
+        .any(|(name, value)| name == "allow_thp" && *value == 0)
+    {
+        // mimalloc acts on it only at start-up: it turns THP off for the process.
+        assert!(
+            shared::memory::huge_pages_disabled(),
+            "mimalloc started before allow_thp was set"
+        );
+    }
+}

@@ -2,7 +2,7 @@
 //!
 //! | feature    | allocator              | prompt (`MEMORY_RETURN=prompt`)            | keep (`MEMORY_RETURN=keep`)        |
 //! |------------|------------------------|--------------------------------------------|------------------------------------|
-//! | `mimalloc` | mimalloc v3 (default)  | `purge_delay=0`, `purge_decommits=1`, 64 KiB purges | `purge_delay=-1` (never purge) |
+//! | `mimalloc` | mimalloc v3 (default)  | `purge_delay=0`, `purge_decommits=1`, 64 KiB purges; `allow_thp=0` from start-up | `purge_delay=-1` (never purge) |
 //! | `jemalloc` | tikv-jemallocator      | `dirty_decay_ms=0`, `muzzy_decay_ms=0`     | both `-1` (never decay)            |
 //! | `snmalloc` | snmalloc-rs            | no knob: snmalloc decides                  | no knob: snmalloc decides          |
 //! | `system`   | glibc malloc           | `M_TRIM_THRESHOLD` and `M_MMAP_THRESHOLD` 128 KiB | `M_MMAP_THRESHOLD` 32 MiB, `M_TRIM_THRESHOLD` max |
@@ -64,7 +64,10 @@ pub mod glibc;
 
 pub use imp::NAME;
 #[cfg(feature = "mimalloc")]
-pub use imp::{MiOption, options as mimalloc_options, owns, settings as mimalloc_settings};
+pub use imp::{
+    MiOption, options as mimalloc_options, owns, settings as mimalloc_settings,
+    start_up_settings as mimalloc_start_up_settings,
+};
 
 /// What to do with memory the program frees.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
@@ -83,14 +86,24 @@ impl Policy {
 
     /// Read `MEMORY_RETURN` (`prompt`, the default, or `keep`).
     pub fn from_env(env: &dyn Env) -> Result<Self, ConfigError> {
-        match env.get(Self::SETTING)?.as_deref().map(str::trim) {
-            None | Some("prompt") => Ok(Policy::Prompt),
-            Some("keep") => Ok(Policy::Keep),
-            Some(other) => Err(ConfigError::new(
-                Self::SETTING,
-                other,
-                "must be \"prompt\" or \"keep\"",
-            )),
+        match env.get(Self::SETTING)? {
+            None => Ok(Policy::default()),
+            Some(value) => Self::parse(&value).ok_or_else(|| {
+                ConfigError::new(
+                    Self::SETTING,
+                    value.trim(),
+                    "must be \"prompt\" or \"keep\"",
+                )
+            }),
+        }
+    }
+
+    /// A value of `MEMORY_RETURN`, blanks around it ignored. Allocates nothing.
+    pub fn parse(value: &str) -> Option<Self> {
+        match value.trim() {
+            "prompt" => Some(Policy::Prompt),
+            "keep" => Some(Policy::Keep),
+            _ => None,
         }
     }
 }
