@@ -33,12 +33,12 @@ use std::time::{Duration, Instant};
 const ARROW_WORKER: &str = "ArrowWorkerFunction";
 
 /// Invocations after the first, per environment; their median is "steady".
-pub const STEADY: usize = 5;
+pub const STEADY: usize = 4;
 
 /// Fresh environments per variant and request.
 pub fn starts(scale: Scale) -> usize {
     match scale {
-        Scale::Full => 5,
+        Scale::Full => 3,
         Scale::Quick => 2,
     }
 }
@@ -47,7 +47,7 @@ pub fn starts(scale: Scale) -> usize {
 /// then for its large one (five per customer).
 fn table_orders(scale: Scale) -> (u64, u64) {
     match scale {
-        Scale::Full => (3_000, 60_000),
+        Scale::Full => (3_000, 12_000),
         Scale::Quick => (300, 1_500),
     }
 }

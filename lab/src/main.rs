@@ -37,6 +37,11 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 fn main() -> ExitCode {
+    // Ctrl-C stops the servers and emulators the lab started, and their cgroups.
+    if let Err(e) = local_stack::process::stop_all_on_interrupt() {
+        eprintln!("error: {e}");
+        return ExitCode::FAILURE;
+    }
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args
         .iter()
