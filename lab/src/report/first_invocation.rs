@@ -42,7 +42,8 @@ pub fn section(measured: &Measured, machine: &Machine) -> String {
          \"cold\" is what a caller waits for at an on-demand cold start, init and first invocation, \
          request to answer. With provisioned concurrency init happens ahead of traffic: \"first\" is \
          then what the caller waits for. \"Faults\" are the first invocation's minor page faults (the \
-         Arrow worker reports them). \"Handshakes\" count TLS handshakes during the invocations, beyond \
+         Arrow worker reports them; the process's, so with `PREWARM=background` they include the \
+         pre-warm thread's). \"Handshakes\" count TLS handshakes during the invocations, beyond \
          the connections opened at init.\n",
         machine.line(),
         measured.builds,
