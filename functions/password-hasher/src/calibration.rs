@@ -9,8 +9,8 @@
 
 use crate::eksblowfish::LANES;
 use crate::hashing::Estimator;
-use std::time::Duration;
 use std::sync::Arc;
+use std::time::Duration;
 use tokio::sync::OnceCell;
 
 /// One cost-4 hash on a whole vCPU, as the prior assumes it: about six times
