@@ -32,6 +32,8 @@
 
 pub mod allocator;
 pub mod arena;
+#[cfg(feature = "aws")]
+pub mod aws;
 pub mod config;
 pub mod connections;
 pub mod invocation;

@@ -5,18 +5,19 @@
 //! - `AWS_LAMBDA_LOG_LEVEL`: `TRACE`, `DEBUG`, `INFO` (default), `WARN`, `ERROR`,
 //!   `FATAL`. Lambda sets it from the function's logging configuration, so it
 //!   wins over `RUST_LOG`, as in `lambda_runtime`'s own subscriber.
-//! - `RUST_LOG`: full `tracing` filter directives (`info,aws_smithy=warn`), used
-//!   when `AWS_LAMBDA_LOG_LEVEL` is not set.
+//! - `RUST_LOG`: `tracing` target directives (`info,aws_smithy=warn`), used
+//!   when `AWS_LAMBDA_LOG_LEVEL` is not set. Levels per target only: span and
+//!   field filters need `EnvFilter`, whose regex engine costs 0.5 MiB of binary.
 //!
 //! Whatever the level, the runtime's TRACE line with the raw event is dropped:
 //! events may carry secrets.
 
 use crate::config::{ConfigError, Env};
 use tracing::Level;
-use tracing_subscriber::filter::{FilterExt, filter_fn};
+use tracing_subscriber::filter::{FilterExt, ParseError, Targets, filter_fn};
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
-use tracing_subscriber::{EnvFilter, Layer, fmt};
+use tracing_subscriber::{Layer, fmt};
 
 /// Log line format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -64,7 +65,7 @@ impl Settings {
                 }
             }
         } else if let Some(directives) = env.get("RUST_LOG")? {
-            EnvFilter::try_new(&directives).map_err(|e| {
+            targets(&directives).map_err(|e| {
                 ConfigError::new("RUST_LOG", &directives, format!("not a valid filter: {e}"))
             })?;
             directives
@@ -73,6 +74,20 @@ impl Settings {
         };
         Ok(Self { format, filter })
     }
+}
+
+/// `directives` as a filter. Empty directives (`info,`) are skipped: `Targets`
+/// alone reads one as "every target at TRACE".
+fn targets(directives: &str) -> Result<Targets, ParseError> {
+    let kept: Vec<&str> = directives
+        .split(',')
+        .map(str::trim)
+        .filter(|d| !d.is_empty())
+        .collect();
+    if kept.is_empty() {
+        return Ok(Targets::new());
+    }
+    kept.join(",").parse()
 }
 
 /// Logging was already initialised in this process.
@@ -96,7 +111,8 @@ fn carries_data(target: &str) -> bool {
 pub fn init(settings: &Settings) -> Result<(), AlreadyInitialised> {
     // `from_env` validated the filter; an invalid one here would be a bug, so
     // fall back to `info` rather than panic.
-    let levels = EnvFilter::try_new(&settings.filter).unwrap_or_else(|_| EnvFilter::new("info"));
+    let levels =
+        targets(&settings.filter).unwrap_or_else(|_| Targets::new().with_default(Level::INFO));
     let no_raw_events =
         filter_fn(|meta| !(*meta.level() == Level::TRACE && carries_data(meta.target())));
     let layer = match settings.format {
@@ -152,6 +168,17 @@ mod tests {
         assert_eq!((s.format, s.filter.as_str()), (Format::Json, "error"));
         let s = Settings::from_env(&[("RUST_LOG", "warn,shared=debug")]).unwrap();
         assert_eq!(s.filter, "warn,shared=debug");
+    }
+
+    #[test]
+    fn empty_directives_enable_nothing() {
+        let t = targets(" info , shared=debug,").unwrap();
+        assert!(t.would_enable("shared::pool", &Level::DEBUG));
+        assert!(t.would_enable("hyper", &Level::INFO));
+        assert!(!t.would_enable("hyper", &Level::DEBUG));
+        for empty in ["", ",", " , "] {
+            assert!(!targets(empty).unwrap().would_enable("hyper", &Level::ERROR));
+        }
     }
 
     #[test]

@@ -22,6 +22,9 @@
 //!    module can be read (and moved) knowing only the ones below it.
 //! 8. Only a function's `main.rs` (and `shared`) builds SDK clients, thread
 //!    pools or runtimes: handlers get them, once per cold start.
+//! 9. No function ships a crate of [`NOT_SHIPPED`]: its dependency tree as a
+//!    build of that crate alone resolves it (`sam build`), not as the workspace
+//!    (where developer tools add features), is checked.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -34,6 +37,19 @@ const UNSAFE_ALLOWED: &[&str] = &["shared/src/allocator/", "shared/src/memory.rs
 /// Modules of production crates no production code uses, kept anyway:
 /// (lib name, module, why). Empty: nothing needs it today.
 const MODULES_NOT_FOR_PRODUCTION: &[(&str, &str, &str)] = &[];
+
+/// Crates no function may ship: (crate, why). Each was measured out of the
+/// binaries (BENCHMARKS.md, "First invocation").
+const NOT_SHIPPED: &[(&str, &str)] = &[
+    (
+        "aws-lc-sys",
+        "the SDK's default TLS crypto: the functions use ring (shared/src/aws.rs)",
+    ),
+    (
+        "regex",
+        "`tracing-subscriber`'s EnvFilter: logging filters with `Targets`",
+    ),
+];
 
 const DEPENDENCY_TABLES: [&str; 3] = ["dependencies", "dev-dependencies", "build-dependencies"];
 
@@ -602,6 +618,41 @@ fn construction_offences(path: &str, source: &str) -> Vec<String> {
     offences
 }
 
+/// Rule 9, on one function's `cargo tree --prefix none --format {p}` lines.
+fn shipped_offences(function: &str, tree: &str) -> Vec<String> {
+    let shipped: BTreeSet<&str> = tree.lines().filter_map(|l| l.split(' ').next()).collect();
+    NOT_SHIPPED
+        .iter()
+        .filter(|(name, _)| shipped.contains(name))
+        .map(|(name, why)| format!("functions/{function}: ships `{name}` ({why})"))
+        .collect()
+}
+
+#[test]
+fn functions_ship_none_of_the_crates_measured_out() {
+    let (root, packages) = workspace();
+    let mut offences = vec![];
+    for p in packages.iter().filter(|p| is_function(&p.dir)) {
+        let out = std::process::Command::new(env!("CARGO"))
+            .args(["tree", "--locked", "-e", "normal,build", "--prefix", "none"])
+            .args(["--format", "{p}", "-p", &p.name])
+            .current_dir(&root)
+            .output()
+            .expect("run cargo tree");
+        assert!(
+            out.status.success(),
+            "cargo tree -p {}: {}",
+            p.name,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        offences.extend(shipped_offences(
+            &p.name,
+            &String::from_utf8_lossy(&out.stdout),
+        ));
+    }
+    assert_none("crates measured out of the functions", offences);
+}
+
 #[test]
 fn no_module_import_cycle() {
     let (root, packages) = workspace();
@@ -999,6 +1050,16 @@ mod planted {
             offences[2]
                 .starts_with("shared/Cargo.toml:1: `shared` has a dev dependency on `testkit`")
         );
+    }
+
+    #[test]
+    fn a_crate_measured_out_is_reported_when_shipped() {
+        let tree = "order-processor v0.1.0 (/w/functions/order-processor)\n\
+                    aws-lc-sys v0.47.0\nregex-lite v0.1.9\nrustls v0.23.40\n";
+        let offences = shipped_offences("order-processor", tree);
+        assert_eq!(offences.len(), 1, "{offences:#?}");
+        assert!(offences[0].starts_with("functions/order-processor: ships `aws-lc-sys`"));
+        assert!(shipped_offences("x", "regex-lite v0.1.9\nring v0.17.14\n").is_empty());
     }
 
     #[test]

@@ -30,11 +30,11 @@ async fn main() -> Result<(), Error> {
         tracing::warn!(error = %e, "pipeline warm-up failed");
     }
     // DynamoDB calls are retried by the AWS SDK alone, with the defaults of
-    // `load_from_env` (standard mode: 3 attempts, exponential backoff with
+    // `aws_config::defaults` (standard mode: 3 attempts, exponential backoff with
     // jitter, `AWS_MAX_ATTEMPTS` / `AWS_RETRY_MODE` override). The worker does
     // not retry: an error left after them fails the invocation with
     // `DynamoDBError`, which the fan-out's state machine retries per segment.
-    let aws = aws_config::load_from_env().await;
+    let aws = shared::aws::config_loader().load().await;
     let tables = DynamoTables::new(
         aws_sdk_dynamodb::Client::new(&aws),
         &config.table_name,
@@ -49,7 +49,7 @@ async fn main() -> Result<(), Error> {
     let store = AwsStore::new(tables, objects);
     // The connections one request reads on at once: a scan per worker, or
     // the daily report's shards.
-    if init.open_connections && aws.region().is_some() {
+    if shared::aws::opens_connections(&init, &aws) {
         let readers = init.vcpus.workers.max(shared::orders::DAY_SHARDS as usize);
         store.open_connections(readers).await;
     }

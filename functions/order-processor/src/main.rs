@@ -17,12 +17,12 @@ async fn main() -> Result<(), lambda_runtime::Error> {
     // retries know no deadline and would multiply the attempts, so they are
     // off. The connections a batch writes on (`WRITE_CONCURRENCY` at once)
     // are opened now, during init; dead letters are rare: SQS's is not.
-    let sdk = aws_config::defaults(aws_config::BehaviorVersion::latest())
+    let sdk = shared::aws::config_loader()
         .retry_config(RetryConfig::disabled())
         .load()
         .await;
     let dynamodb = aws_sdk_dynamodb::Client::new(&sdk);
-    if init.open_connections && sdk.region().is_some() {
+    if shared::aws::opens_connections(&init, &sdk) {
         let table = config.table_name.as_str();
         shared::connections::open("DynamoDB", config.write_concurrency, || async {
             // An error answer (access denied) opened the connection too.
