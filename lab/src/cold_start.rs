@@ -3,7 +3,7 @@
 //! for x86_64 and arm64.
 
 use super::median;
-use local_stack::emulator::Emulator;
+use super::stack::{init_durations_ms, logs_dir};
 use local_stack::template::Template;
 use local_stack::{tools, workspace_root};
 use std::path::PathBuf;
@@ -41,24 +41,13 @@ pub fn bootstrap(dir: &str, logical_id: &str) -> PathBuf {
 pub fn measure(tick: &dyn Fn(&str)) -> Result<Vec<Row>, String> {
     let template = Template::load(&workspace_root().join("template.yaml"))?;
     let rie = tools::emulator()?;
-    let logs = workspace_root().join("target").join("lab-logs");
-    std::fs::create_dir_all(&logs).map_err(|e| format!("{}: {e}", logs.display()))?;
+    let logs = logs_dir()?;
     let mut rows = Vec::new();
     for function in template.functions()? {
-        let mut all_ms = Vec::new();
+        tick(&format!("cold start: {}", function.binary));
         let binary = bootstrap(BUILD_DIRS[0].1, &function.logical_id);
-        for start in 0..STARTS {
-            tick(&format!("cold start: {} #{}", function.binary, start + 1));
-            let log = logs.join(format!("{}-{start}.log", function.binary));
-            let emulator = Emulator::start(&rie, &binary, &function, &[], &log)?;
-            // Any answer will do (an error too): init has happened by then.
-            emulator.invoke("{}")?;
-            let init = emulator.init_duration_ms();
-            emulator.stop();
-            all_ms.push(init.ok_or_else(|| {
-                format!("{}: no init duration in {}", function.binary, log.display())
-            })?);
-        }
+        let log = |start| logs.join(format!("{}-{start}.log", function.binary));
+        let all_ms = init_durations_ms(&rie, &binary, &function, &[], log, STARTS)?;
         let sizes_mib = BUILD_DIRS
             .iter()
             .map(|(_, dir)| {

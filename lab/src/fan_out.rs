@@ -10,16 +10,13 @@
 //! stored in S3, and the size of the answer.
 
 use super::cold_start::{BUILD_DIRS, bootstrap};
-use futures::future::join_all;
+use super::stack::{ORDERS_PER_CUSTOMER, Tables, logs_dir};
 use local_stack::lambda_api::{LambdaApi, Served};
 use local_stack::moto::{self, Moto};
 use local_stack::pool::{Overflow, Pool, Size};
 use local_stack::step_functions::{self, Client};
 use local_stack::template::Template;
-use local_stack::{cgroup, dynamodb_local, local_aws, process, tools, workspace_root};
-use order_processor::dynamodb::DynamoStore;
-use order_processor::order::validate;
-use order_processor::store::{OrderStore as _, PutOutcome};
+use local_stack::{cgroup, local_aws, process, tools, workspace_root};
 use serde_json::{Value, json};
 use std::path::Path;
 use std::sync::Arc;
@@ -27,8 +24,6 @@ use std::time::{Duration, Instant};
 
 /// Table sizes measured, in orders.
 pub const ROWS: [u64; 4] = [25_000, 50_000, 100_000, 200_000];
-/// Orders per customer.
-pub const ORDERS_PER_CUSTOMER: u64 = 5;
 /// Fan-out widths measured.
 pub const SEGMENTS: [u32; 2] = [16, 64];
 /// Execution environments of the worker (the local stack's default).
@@ -66,21 +61,14 @@ pub fn measure(tick: &dyn Fn(&str)) -> Result<Vec<Row>, String> {
         return Err(format!("no {} (run `sam build`)", binary.display()));
     }
     let rie = tools::emulator()?;
-    let logs = workspace_root().join("target").join("lab-logs");
-    std::fs::create_dir_all(&logs).map_err(|e| format!("{}: {e}", logs.display()))?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(|e| e.to_string())?;
-    let dynamodb = dynamodb_local::DynamoDbLocal::start(&logs.join("fan-out-dynamodb.log"))?;
-    runtime.block_on(dynamodb_local::create_tables(&template, &dynamodb.client()))?;
-    let ddb_endpoint = dynamodb.endpoint();
+    let logs = logs_dir()?;
+    let tables = Tables::start(&template, &logs.join("fan-out-dynamodb.log"))?;
+    let ddb_endpoint = tables.endpoint();
     let mut rows = Vec::new();
     let mut written = 0;
     for orders in ROWS {
         tick(&format!("fan-out: writing orders up to {orders}"));
-        runtime.block_on(write_orders(&dynamodb.client(), written..orders))?;
+        tables.write_orders(written..orders)?;
         written = orders;
         let mut measures = Vec::new();
         for segments in std::iter::once(None).chain(SEGMENTS.map(Some)) {
@@ -97,33 +85,8 @@ pub fn measure(tick: &dyn Fn(&str)) -> Result<Vec<Row>, String> {
             measures,
         });
     }
-    dynamodb.kill();
+    drop(tables);
     Ok(rows)
-}
-
-/// Orders `range` (sample orders, five per customer) through the order
-/// processor's store.
-pub async fn write_orders(
-    client: &aws_sdk_dynamodb::Client,
-    range: std::ops::Range<u64>,
-) -> Result<(), String> {
-    let store = DynamoStore::new(client.clone(), "OrdersTable");
-    let orders = range
-        .map(|n| {
-            let mut order = testkit::orders::order(n);
-            order.customer_id = format!("cust-{:07}", n / ORDERS_PER_CUSTOMER);
-            validate(order).map_err(|e| format!("sample order {n}: {e}"))
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    for chunk in orders.chunks(200) {
-        for outcome in join_all(chunk.iter().map(|o| store.put_order(o))).await {
-            match outcome {
-                Ok(PutOutcome::Written) => {}
-                other => return Err(format!("writing the orders: {other:?}")),
-            }
-        }
-    }
-    Ok(())
 }
 
 /// Fresh environments of the worker behind a Lambda Invoke API, and the

@@ -17,17 +17,18 @@
 //! invocation, from the request to the answer.
 
 use super::cold_start::{BUILD_DIRS, bootstrap};
-use super::fan_out::write_orders;
+use super::probes::Probes;
+use super::stack::{Tables, init_durations_ms, logs_dir};
 use super::tuning::failure;
 use super::{Scale, median};
 use local_stack::emulator::{Emulator, Invocation};
 use local_stack::moto::{self, Moto};
 use local_stack::template::{Function, Template};
 use local_stack::tls_front::{Authority, CA_FILE_VARIABLE, TlsFront};
-use local_stack::{dynamodb_local, local_aws, tools, workspace_root};
+use local_stack::{local_aws, tools, workspace_root};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// The function whose arena pre-warm is measured.
 const ARROW_WORKER: &str = "ArrowWorkerFunction";
@@ -38,7 +39,7 @@ pub const STEADY: usize = 4;
 /// Fresh environments per variant and request.
 pub fn starts(scale: Scale) -> usize {
     match scale {
-        Scale::Full => 3,
+        Scale::Full => 5,
         Scale::Quick => 2,
     }
 }
@@ -150,6 +151,8 @@ pub struct FirstInvocation {
     pub starts: usize,
     /// Which builds: release or debug.
     pub builds: &'static str,
+    /// The TLS client's cold cost per crypto provider and roots.
+    pub tls: Vec<super::tls::Row>,
 }
 
 /// Where the bootstraps are: `sam build`'s release builds, or the suite's debug builds.
@@ -163,16 +166,21 @@ fn binary(scale: Scale, spec: &Function) -> PathBuf {
     }
 }
 
-/// Measure every function, request and variant; `hello` is the hello-world probe.
-pub fn measure(scale: Scale, hello: &Path, tick: &dyn Fn(&str)) -> Result<FirstInvocation, String> {
+/// Measure every function, request and variant, then the TLS client's cold
+/// cost; `probes` has the hello-world probe (the init floor) and `lab_tls`.
+pub fn measure(
+    scale: Scale,
+    probes: &Probes,
+    tick: &dyn Fn(&str),
+) -> Result<FirstInvocation, String> {
+    let hello = &probes.path("mimalloc", "lab_hello")?;
     let template = Template::load(&workspace_root().join("template.yaml"))?;
     let rie = tools::emulator()?;
-    let logs = workspace_root().join("target").join("lab-logs");
-    std::fs::create_dir_all(&logs).map_err(|e| format!("{}: {e}", logs.display()))?;
+    let logs = logs_dir()?;
     tick("first invocation: DynamoDB Local, S3 and their TLS fronts");
     let stack = Stack::start(&template, &logs)?;
     let (typical_orders, large_orders) = table_orders(scale);
-    stack.write_orders(0..typical_orders)?;
+    stack.tables.write_orders(0..typical_orders)?;
     let starts = starts(scale);
     let mut rows = Vec::new();
     let mut floors = Vec::new();
@@ -188,7 +196,7 @@ pub fn measure(scale: Scale, hello: &Path, tick: &dyn Fn(&str)) -> Result<FirstI
         for request in requests {
             if request.size == "large" && binary == "arrow-worker" {
                 tick(&format!("first invocation: writing {large_orders} orders"));
-                stack.write_orders(typical_orders..large_orders)?;
+                stack.tables.write_orders(typical_orders..large_orders)?;
             }
             let mut by_variant: Vec<Vec<Start>> = vec![Vec::new(); variants.len()];
             for round in 0..starts {
@@ -225,10 +233,17 @@ pub fn measure(scale: Scale, hello: &Path, tick: &dyn Fn(&str)) -> Result<FirstI
             }
         }
     }
+    drop(stack);
+    let tls_starts = match scale {
+        Scale::Full => 9,
+        Scale::Quick => 1,
+    };
+    let tls = super::tls::measure(&probes.path("mimalloc", "lab_tls")?, tls_starts, tick)?;
     Ok(FirstInvocation {
         rows,
         floors,
         starts,
+        tls,
         builds: match scale {
             Scale::Full => "release (`sam build`)",
             Scale::Quick => "debug (the suite's)",
@@ -336,7 +351,7 @@ fn plan(typical_orders: u64, large_orders: u64) -> Result<Plan, String> {
                     size: "large",
                     description: format!(
                         "every customer over {large_orders} orders ({} customers)",
-                        large_orders / super::fan_out::ORDERS_PER_CUSTOMER
+                        large_orders / super::stack::ORDERS_PER_CUSTOMER
                     ),
                     event: Box::new(move |_| large.clone()),
                 },
@@ -374,42 +389,29 @@ fn orders_event(first: u64, count: u64, items: usize) -> String {
 
 /// DynamoDB Local and moto's S3, each behind a TLS front of one authority.
 struct Stack {
-    dynamodb: dynamodb_local::DynamoDbLocal,
+    tables: Tables,
     _moto: Moto,
     fronts: [TlsFront; 2],
     ca_file: PathBuf,
-    runtime: tokio::runtime::Runtime,
 }
 
 impl Stack {
     fn start(template: &Template, logs: &Path) -> Result<Self, String> {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .map_err(|e| e.to_string())?;
-        let dynamodb = dynamodb_local::DynamoDbLocal::start(&logs.join("first-dynamodb.log"))?;
-        runtime.block_on(dynamodb_local::create_tables(template, &dynamodb.client()))?;
+        let tables = Tables::start(template, &logs.join("first-dynamodb.log"))?;
         let moto = Moto::start(local_aws::NO_SERVER, &logs.join("first-moto.log"))?;
         moto::create_buckets(template, &moto.endpoint())?;
         let ca_file = logs.join("first-certificate-authority.pem");
         let authority = Authority::new(&ca_file)?;
         let fronts = [
-            TlsFront::start(&authority, dynamodb.port())?,
+            TlsFront::start(&authority, tables.port())?,
             TlsFront::start(&authority, moto.port())?,
         ];
         Ok(Self {
-            dynamodb,
+            tables,
             _moto: moto,
             fronts,
             ca_file,
-            runtime,
         })
-    }
-
-    fn write_orders(&self, range: std::ops::Range<u64>) -> Result<(), String> {
-        self.runtime
-            .block_on(write_orders(&self.dynamodb.client(), range))
     }
 
     /// The functions' settings for `variant`.
@@ -469,7 +471,7 @@ fn environment(
     for _ in 0..STEADY {
         invoke()?;
     }
-    let logs = emulator_logs(&emulator, STEADY + 1);
+    let logs = emulator.logs_when(|l| invoke_durations_ms(l).len() > STEADY);
     emulator.stop();
     let durations = invoke_durations_ms(&logs);
     let (Some(&first_ms), Some(init_ms)) = (
@@ -500,18 +502,6 @@ fn environment(
     })
 }
 
-/// The emulator's output once it holds `invocations` `INVOKE RTDONE` lines
-/// (it may write the last just after it answers), or after 5 s.
-fn emulator_logs(emulator: &Emulator, invocations: usize) -> String {
-    let deadline = Instant::now() + Duration::from_secs(5);
-    let mut logs = emulator.logs();
-    while invoke_durations_ms(&logs).len() < invocations && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(20));
-        logs = emulator.logs();
-    }
-    logs
-}
-
 /// The hello-world probe's init at `spec`'s memory size (its CPU share): the
 /// median of `starts` cold starts.
 fn hello_floor(
@@ -523,15 +513,8 @@ fn hello_floor(
 ) -> Result<Floor, String> {
     let mut hello_spec = spec.clone();
     hello_spec.env.clear();
-    let mut all = Vec::new();
-    for _ in 0..starts.max(3) {
-        let log = logs.join(format!("first-hello-{}.log", spec.memory_mb));
-        let emulator = Emulator::start(rie, hello, &hello_spec, &[], &log)?;
-        emulator.invoke("{}")?;
-        let init = emulator.init_duration_ms();
-        emulator.stop();
-        all.push(init.ok_or_else(|| format!("{}: no init duration", log.display()))?);
-    }
+    let log = |_| logs.join(format!("first-hello-{}.log", spec.memory_mb));
+    let all = init_durations_ms(rie, hello, &hello_spec, &[], log, starts.max(3))?;
     Ok(Floor {
         function: spec.logical_id.clone(),
         memory_mb: spec.memory_mb,

@@ -13,10 +13,12 @@
 //! noise, side by side), never an absolute timing; it measures no memory sizes
 //! (they need the release builds).
 //!
-//! Code map: `probes` builds and runs the probe programs; `memory`,
-//! `prewarm`, `bcrypt`, `cold_start`, `tuning` (with `power`, the prices
-//! and the model), `fan_out` and `first_invocation` measure; `machine` says where; `report` and `plot` write it
-//! down.
+//! Code map: `probes` builds and runs the probe programs; `stack` starts what
+//! the bootstraps run against (DynamoDB Local with the orders, cold starts
+//! under the emulator); `memory`, `prewarm`, `bcrypt`, `cold_start`, `tuning`
+//! (with `power`, the prices and the model), `fan_out`, `first_invocation` and
+//! `tls` (the TLS client's cold cost, reported with it) measure; `machine`
+//! says where; `report` and `plot` write it down.
 
 mod bcrypt;
 mod cold_start;
@@ -29,6 +31,8 @@ mod power;
 mod prewarm;
 mod probes;
 mod report;
+mod stack;
+mod tls;
 mod tuning;
 
 use indicatif::{ProgressBar, ProgressStyle};
@@ -156,11 +160,7 @@ pub fn run(scale: Scale, build_release: &dyn Fn() -> Result<(), String>) -> Resu
         Err(why) => Err(format!(
             "CPU and memory limits are not enforced here ({why})"
         )),
-        Ok(()) => Ok(first_invocation::measure(
-            scale,
-            &probes.path("mimalloc", "lab_hello")?,
-            &tick,
-        )?),
+        Ok(()) => Ok(first_invocation::measure(scale, &probes, &tick)?),
     };
     bar.finish_and_clear();
 
@@ -275,8 +275,7 @@ fn first_invocation_only() -> Result<(), String> {
     let bar = spinner()?;
     let tick = |message: &str| bar.set_message(message.to_owned());
     let probes = probes::Probes::optimised(&["mimalloc"], &tick)?;
-    let measured =
-        first_invocation::measure(Scale::Full, &probes.path("mimalloc", "lab_hello")?, &tick)?;
+    let measured = first_invocation::measure(Scale::Full, &probes, &tick)?;
     bar.finish_and_clear();
     report::rewrite_first_invocation(&workspace_root(), &Ok(measured.clone()), &machine)?;
     println!(

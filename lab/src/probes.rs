@@ -11,7 +11,13 @@ pub const ALLOCATORS: [&str; 4] = ["system", "mimalloc", "jemalloc", "snmalloc"]
 /// The package of the probes.
 const PACKAGE: &str = "lab-probes";
 /// The probes, one per function.
-const PROBES: [&str; 4] = ["lab_orders", "lab_prewarm", "lab_bcrypt", "lab_hello"];
+const PROBES: [&str; 5] = [
+    "lab_orders",
+    "lab_prewarm",
+    "lab_bcrypt",
+    "lab_hello",
+    "lab_tls",
+];
 /// The Cargo profile of the full lab: release optimisation without fat LTO.
 const PROFILE: &str = "lab";
 

@@ -8,12 +8,12 @@
 use super::bcrypt;
 use super::cold_start::{BUILD_DIRS, bootstrap};
 use super::power::{MEMORY_SIZES_MB, Measured, Outcome, Point};
+use super::stack::{Tables, logs_dir};
 use local_stack::emulator::{Emulator, Invocation};
 use local_stack::template::{Function, Template};
-use local_stack::{cgroup, dynamodb_local, events, local_aws, tools, workspace_root};
+use local_stack::{cgroup, events, local_aws, tools, workspace_root};
 use serde_json::{Value, json};
 use std::path::Path;
-use std::time::{Duration, Instant};
 
 /// Orders in the table the Arrow worker aggregates (written once, through
 /// the order processor).
@@ -116,17 +116,11 @@ pub fn build() -> Result<(), String> {
 pub fn measure(cores: usize, tick: &dyn Fn(&str)) -> Result<Vec<Curve>, String> {
     let template = Template::load(&workspace_root().join("template.yaml"))?;
     let rie = tools::emulator()?;
-    let logs = workspace_root().join("target").join("lab-logs");
-    std::fs::create_dir_all(&logs).map_err(|e| format!("{}: {e}", logs.display()))?;
+    let logs = logs_dir()?;
 
     tick("power tuning: DynamoDB Local");
-    let dynamodb = dynamodb_local::DynamoDbLocal::start(&logs.join("power-dynamodb.log"))?;
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| e.to_string())?
-        .block_on(dynamodb_local::create_tables(&template, &dynamodb.client()))?;
-    let endpoint = dynamodb.endpoint();
+    let tables = Tables::start(&template, &logs.join("power-dynamodb.log"))?;
+    let endpoint = tables.endpoint();
     let env = local_aws::function_env(&[("AWS_ENDPOINT_URL_DYNAMODB", &endpoint)]);
 
     let workloads = workloads()?;
@@ -197,7 +191,7 @@ pub fn measure(cores: usize, tick: &dyn Fn(&str)) -> Result<Vec<Curve>, String> 
         });
     }
     curves.sort_by_key(|c| workloads.iter().position(|w| w.binary == c.binary));
-    dynamodb.kill();
+    drop(tables);
     Ok(curves)
 }
 
@@ -241,13 +235,7 @@ fn at_size(
             return Ok(Outcome::Failed(failure));
         }
     }
-    // The emulator may write the last REPORT line just after it answers.
-    let deadline = Instant::now() + Duration::from_secs(5);
-    let mut logs = emulator.logs();
-    while report_durations_ms(&logs).len() <= workload.steady && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(20));
-        logs = emulator.logs();
-    }
+    let logs = emulator.logs_when(|l| report_durations_ms(l).len() > workload.steady);
     emulator.stop();
     let durations = report_durations_ms(&logs);
     let steady = durations

@@ -197,6 +197,18 @@ impl Emulator {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
+    /// The logs once `done` holds for them, or as they are after 5 s (the
+    /// emulator writes an invocation's `REPORT` line just after it answers).
+    pub fn logs_when(&self, done: impl Fn(&str) -> bool) -> String {
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        let mut logs = self.logs();
+        while !done(&logs) && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+            logs = self.logs();
+        }
+        logs
+    }
+
     /// The init duration the emulator reported for the cold start, in ms
     /// (`INIT REPORT(durationMs: X)`), once the first invocation started it.
     pub fn init_duration_ms(&self) -> Option<f64> {

@@ -3,8 +3,9 @@
 //! can replace it in an existing report without running the rest of the lab.
 
 use super::splice::{self, Markers};
-use crate::fan_out::{ORDERS_PER_CUSTOMER, Row};
+use crate::fan_out::Row;
 use crate::machine::Machine;
+use crate::stack::ORDERS_PER_CUSTOMER;
 use std::fmt::Write as _;
 use std::path::Path;
 

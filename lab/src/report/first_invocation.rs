@@ -6,6 +6,7 @@
 use super::splice::{self, Markers};
 use crate::first_invocation::{FirstInvocation, NO_CONNECTIONS, SHIPPED, STEADY};
 use crate::machine::Machine;
+use crate::tls;
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -118,8 +119,50 @@ pub fn section(measured: &Measured, machine: &Machine) -> String {
             cell(own.map(|v| v - floor.init_ms)),
         );
     }
+    tls_table(&mut md, &measured.tls);
     let _ = writeln!(md, "\n{}", SECTION.1);
     md
+}
+
+/// The TLS client's cold cost, per crypto provider and roots.
+fn tls_table(md: &mut String, rows: &[tls::Row]) {
+    let Some(first) = rows.first() else { return };
+    let _ = writeln!(
+        md,
+        "\nThe TLS client's cold cost, which chose the functions' crypto provider: the \
+         `lab/probes/examples/lab_tls.rs` probe as a function at {} MB (its CPU share), in a fresh \
+         environment each time ({} per variant, interleaved; medians): the SDK's configuration and a \
+         DynamoDB client on rustls with the provider, then two `DescribeTable` calls to DynamoDB \
+         Local behind the TLS front: the first opens the connection (TCP and the TLS handshake, the \
+         certificate checked against the roots loaded), the second reuses it. System roots: the \
+         machine's bundle (`/etc/ssl/certs`, as a function loads its system's) plus the run's \
+         authority.\n",
+        first.memory_mb,
+        first.client_ms.len()
+    );
+    let _ = writeln!(
+        md,
+        "| crypto provider | roots | SDK config and client ms | first call ms | second call ms |"
+    );
+    let _ = writeln!(md, "|---|---|---:|---:|---:|");
+    for row in rows {
+        let provider = match row.variant.provider {
+            "ring" => "ring (shipped)",
+            _ => "aws-lc (the SDK's default)",
+        };
+        let roots = if row.variant.system_roots {
+            "system and the run's authority"
+        } else {
+            "the run's authority only"
+        };
+        let _ = writeln!(
+            md,
+            "| {provider} | {roots} | {:.1} | {:.1} | {:.1} |",
+            tls::Row::median(&row.client_ms),
+            tls::Row::median(&row.first_call_ms),
+            tls::Row::median(&row.second_call_ms),
+        );
+    }
 }
 
 /// The report in `dir`, if [`rewrite`] can replace this section.
@@ -163,6 +206,13 @@ mod tests {
             }],
             starts: 3,
             builds: "release",
+            tls: vec![tls::Row {
+                variant: tls::VARIANTS[1],
+                memory_mb: 256,
+                client_ms: vec![1.0, 2.0, 30.0],
+                first_call_ms: vec![170.0, 180.0, 160.0],
+                second_call_ms: vec![1.5],
+            }],
         };
         let md = section(&Ok(measured), &Machine::here());
         assert!(
@@ -172,6 +222,10 @@ mod tests {
             "{md}"
         );
         assert!(md.contains("| F | 256 | 8.0 | 10.0 | - | 2.0 |"), "{md}");
+        assert!(
+            md.contains("| aws-lc (the SDK's default) | system and the run's authority | 2.0 | 170.0 | 1.5 |"),
+            "{md}"
+        );
         assert!(md.starts_with(SECTION.0) && md.trim_end().ends_with(SECTION.1));
         let skipped = section(&Err("no limits".into()), &Machine::here());
         assert!(skipped.contains("Not measured: no limits."), "{skipped}");

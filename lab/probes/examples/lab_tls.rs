@@ -1,0 +1,56 @@
+//! Performance-lab probe: the cold cost of the AWS SDK's HTTPS client for one
+//! crypto provider, as a Lambda function. Each invocation builds the SDK's
+//! configuration and a DynamoDB client on rustls with `LAB_TLS_PROVIDER`
+//! (`ring`, what the functions ship, or `aws-lc`, the SDK's default), then
+//! calls `DescribeTable` on `TABLE_NAME` twice: the first call opens the
+//! connection (TCP, the TLS handshake checked against the roots of
+//! `SSL_CERT_FILE`), the second reuses it. It answers the three times in ms.
+//! Only the first invocation of an environment is cold (each library keeps
+//! its random generator and tables for the process).
+
+use aws_smithy_http_client::tls::{Provider, rustls_provider::CryptoMode};
+use lambda_runtime::{Error, LambdaEvent, service_fn};
+use serde_json::{Value, json};
+use std::time::Instant;
+
+// The same allocator as the functions (the crate's global allocator).
+use shared as _;
+
+#[tokio::main]
+async fn main() -> Result<(), Error> {
+    lambda_runtime::run(service_fn(|_: LambdaEvent<Value>| measure())).await
+}
+
+async fn measure() -> Result<Value, Error> {
+    let mode = match std::env::var("LAB_TLS_PROVIDER").as_deref() {
+        Ok("ring") => CryptoMode::Ring,
+        Ok("aws-lc") => CryptoMode::AwsLc,
+        other => return Err(format!("LAB_TLS_PROVIDER: ring or aws-lc, not {other:?}").into()),
+    };
+    let table = std::env::var("TABLE_NAME").map_err(|e| format!("TABLE_NAME: {e}"))?;
+    let started = Instant::now();
+    let https = aws_smithy_http_client::Builder::new()
+        .tls_provider(Provider::Rustls(mode))
+        .build_https();
+    let sdk = aws_config::defaults(aws_config::BehaviorVersion::latest())
+        .http_client(https)
+        .load()
+        .await;
+    let client = aws_sdk_dynamodb::Client::new(&sdk);
+    let client_ms = ms(started);
+    let mut calls_ms = Vec::new();
+    for _ in 0..2 {
+        let started = Instant::now();
+        client.describe_table().table_name(&table).send().await?;
+        calls_ms.push(ms(started));
+    }
+    Ok(json!({
+        "client_ms": client_ms,
+        "first_call_ms": calls_ms[0],
+        "second_call_ms": calls_ms[1],
+    }))
+}
+
+fn ms(since: Instant) -> f64 {
+    since.elapsed().as_secs_f64() * 1e3
+}
