@@ -51,6 +51,8 @@ pub struct Row {
     /// Per environment: SDK configuration and client, first call, second call (ms).
     pub client_ms: Vec<f64>,
     pub first_call_ms: Vec<f64>,
+    /// The CPU time of the first call, ms: what it costs at any share.
+    pub first_call_cpu_ms: Vec<f64>,
     pub second_call_ms: Vec<f64>,
 }
 
@@ -89,6 +91,7 @@ pub fn measure(probe: &Path, starts: usize, tick: &dyn Fn(&str)) -> Result<Vec<R
             memory_mb: spec.memory_mb,
             client_ms: Vec::new(),
             first_call_ms: Vec::new(),
+            first_call_cpu_ms: Vec::new(),
             second_call_ms: Vec::new(),
         })
         .collect();
@@ -120,6 +123,7 @@ pub fn measure(probe: &Path, starts: usize, tick: &dyn Fn(&str)) -> Result<Vec<R
             };
             row.client_ms.push(field("client_ms")?);
             row.first_call_ms.push(field("first_call_ms")?);
+            row.first_call_cpu_ms.push(field("first_call_cpu_ms")?);
             row.second_call_ms.push(field("second_call_ms")?);
         }
     }
