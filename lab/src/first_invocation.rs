@@ -109,6 +109,9 @@ pub struct Start {
     pub request_handshakes: usize,
     /// Minor page faults of the first invocation (Arrow worker only).
     pub first_faults: Option<u64>,
+    /// CPU time of the first invocation and the median of the steady ones,
+    /// ms (Arrow worker only): the work, without the waits of the CPU share.
+    pub cpu_ms: Option<(f64, f64)>,
 }
 
 /// One function, request and variant, over its fresh environments.
@@ -468,8 +471,10 @@ fn environment(
     let started = Instant::now();
     let first = invoke()?;
     let cold_ms = started.elapsed().as_secs_f64() * 1e3;
+    let run = |answer: &Invocation, field: &str| answer.json().ok()?["run"][field].as_f64();
+    let mut steady_cpu_ms = Vec::new();
     for _ in 0..STEADY {
-        invoke()?;
+        steady_cpu_ms.extend(run(&invoke()?, "cpu_ms"));
     }
     let logs = emulator.logs_when(|l| invoke_durations_ms(l).len() > STEADY);
     emulator.stop();
@@ -495,10 +500,10 @@ fn environment(
         steady_ms: median(durations[1..].to_vec()),
         cold_ms,
         request_handshakes: (stack.handshakes() - before).saturating_sub(opened_at_init),
-        first_faults: first
-            .json()
-            .ok()
-            .and_then(|a| a["run"]["minor_faults"].as_u64()),
+        first_faults: run(&first, "minor_faults").map(|f| f as u64),
+        cpu_ms: run(&first, "cpu_ms")
+            .filter(|_| steady_cpu_ms.len() == STEADY)
+            .map(|first| (first, median(steady_cpu_ms))),
     })
 }
 

@@ -1,6 +1,7 @@
 //! Memory figures for logs and metrics: RSS, peak RSS and minor page faults of
-//! this process, plus the allocator's own statistics. One small file read and one
-//! system call: cheap enough for every invocation.
+//! this process, plus the allocator's own statistics (and the process's CPU
+//! time, from the same system call). One small file read and one system call:
+//! cheap enough for every invocation.
 
 use crate::allocator::{self, AllocatorStats};
 
@@ -32,14 +33,27 @@ pub fn snapshot() -> Snapshot {
 
 /// Minor page faults of this process so far.
 pub fn minor_faults() -> u64 {
+    u64::try_from(usage().ru_minflt).unwrap_or(0)
+}
+
+/// CPU time of this process so far, user and system, all threads.
+pub fn cpu_time() -> std::time::Duration {
+    let usage = usage();
+    let micros = |t: libc::timeval| {
+        u64::try_from(t.tv_sec).unwrap_or(0) * 1_000_000 + u64::try_from(t.tv_usec).unwrap_or(0)
+    };
+    std::time::Duration::from_micros(micros(usage.ru_utime) + micros(usage.ru_stime))
+}
+
+/// `getrusage(RUSAGE_SELF)`, zeroed where it fails.
+fn usage() -> libc::rusage {
     let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
     // SAFETY: getrusage writes a complete rusage into the buffer we own; on
     // failure it writes nothing and the zeroed value is read instead.
-    let usage = unsafe {
+    unsafe {
         libc::getrusage(libc::RUSAGE_SELF, usage.as_mut_ptr());
         usage.assume_init()
-    };
-    u64::try_from(usage.ru_minflt).unwrap_or(0)
+    }
 }
 
 /// Page size assumed (Linux x86_64 and arm64 base pages).
@@ -184,6 +198,18 @@ mod tests {
         std::hint::black_box(&buffer);
         assert!(after.peak_rss_bytes >= before.rss_bytes + (16 << 20));
         assert!(after.minor_faults > before.minor_faults);
+    }
+
+    #[test]
+    fn cpu_time_counts_work_done() {
+        let before = cpu_time();
+        let started = std::time::Instant::now();
+        let mut x = 0u64;
+        while started.elapsed() < std::time::Duration::from_millis(30) {
+            x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+        }
+        // Busy for 30 ms of wall time: most of it on this CPU, whatever else runs.
+        assert!(cpu_time() - before >= std::time::Duration::from_millis(5));
     }
 
     #[test]

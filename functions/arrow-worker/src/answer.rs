@@ -185,6 +185,10 @@ pub struct Run {
     pub duration_ms: f64,
     /// Minor page faults of the process during the invocation.
     pub minor_faults: u64,
+    /// CPU milliseconds of the process during the invocation (all threads:
+    /// the Rayon workers' too), whatever the CPU share made it wait.
+    #[serde(default)]
+    pub cpu_ms: f64,
     /// Milliseconds the invocation waited for the pre-warm (0 when it was done).
     pub prewarm_wait_ms: f64,
     /// Whether the pre-warm had finished when the work started.

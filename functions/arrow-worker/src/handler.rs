@@ -70,12 +70,14 @@ impl<S: Store> Handler<S> {
     pub async fn respond(&self, payload: Value, request_id: &str) -> Result<Value, Error> {
         let started = Instant::now();
         let faults = shared::memory::minor_faults();
+        let cpu = shared::memory::cpu_time();
         let (prewarmed, waited) = self.wait_for_prewarm().await;
         let (mut answer, reply) = self.answer(payload).await?;
         answer.run = Run {
             cold_start: shared::invocation::is_cold_start(),
             duration_ms: started.elapsed().as_secs_f64() * 1e3,
             minor_faults: shared::memory::minor_faults().saturating_sub(faults),
+            cpu_ms: shared::memory::cpu_time().saturating_sub(cpu).as_secs_f64() * 1e3,
             prewarm_wait_ms: waited.as_secs_f64() * 1e3,
             prewarmed,
             ..answer.run

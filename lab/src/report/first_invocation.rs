@@ -44,7 +44,9 @@ pub fn section(measured: &Measured, machine: &Machine) -> String {
          request to answer. With provisioned concurrency init happens ahead of traffic: \"first\" is \
          then what the caller waits for. \"Faults\" are the first invocation's minor page faults (the \
          Arrow worker reports them; the process's, so with `PREWARM=background` they include the \
-         pre-warm thread's). \"Handshakes\" count TLS handshakes during the invocations, beyond \
+         pre-warm thread's), and \"CPU\" the CPU time of the first and of a steady invocation (the \
+         Arrow worker's `run.cpu_ms`, all threads; under a CPU share a wall time also depends on \
+         where the work falls in the quota's 100 ms period, the CPU time does not). \"Handshakes\" count TLS handshakes during the invocations, beyond \
          the connections opened at init.\n",
         machine.line(),
         measured.builds,
@@ -52,9 +54,9 @@ pub fn section(measured: &Measured, machine: &Machine) -> String {
     );
     let _ = writeln!(
         md,
-        "| function | request | variant | init ms | first ms | steady ms | first / steady | cold ms | faults | handshakes |"
+        "| function | request | variant | init ms | first ms | steady ms | first / steady | cold ms | faults | CPU ms first / steady | handshakes |"
     );
-    let _ = writeln!(md, "|---|---|---|---:|---:|---:|---:|---:|---:|---:|");
+    let _ = writeln!(md, "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|");
     for row in &measured.rows {
         let faults = row
             .starts
@@ -63,9 +65,16 @@ pub fn section(measured: &Measured, machine: &Machine) -> String {
             .map(|f| f as f64)
             .collect::<Vec<_>>();
         let handshakes: usize = row.starts.iter().map(|s| s.request_handshakes).sum();
+        let cpu: Vec<(f64, f64)> = row.starts.iter().filter_map(|s| s.cpu_ms).collect();
+        let cpu = if cpu.len() == row.starts.len() && !cpu.is_empty() {
+            let of = |pick: fn(&(f64, f64)) -> f64| crate::median(cpu.iter().map(pick).collect());
+            format!("{:.1} / {:.1}", of(|c| c.0), of(|c| c.1))
+        } else {
+            "-".to_owned()
+        };
         let _ = writeln!(
             md,
-            "| {} ({} MB) | {}: {} | {} | {:.1} | {:.1} | {:.1} | {:.2} | {:.1} | {} | {handshakes} |",
+            "| {} ({} MB) | {}: {} | {} | {:.1} | {:.1} | {:.1} | {:.2} | {:.1} | {} | {cpu} | {handshakes} |",
             row.function,
             row.memory_mb,
             row.size,
@@ -192,6 +201,7 @@ mod tests {
             cold_ms: 20.0,
             request_handshakes: 0,
             first_faults: None,
+            cpu_ms: None,
         };
         let measured = FirstInvocation {
             rows: vec![Row {
@@ -221,7 +231,7 @@ mod tests {
         let md = section(&Ok(measured), &Machine::here());
         assert!(
             md.contains(
-                "| F (256 MB) | typical: a batch | as shipped | 10.0 | 7.0 | 5.0 | 1.40 | 20.0 | - | 0 |"
+                "| F (256 MB) | typical: a batch | as shipped | 10.0 | 7.0 | 5.0 | 1.40 | 20.0 | - | - | 0 |"
             ),
             "{md}"
         );
