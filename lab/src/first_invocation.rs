@@ -236,12 +236,17 @@ pub fn measure(
             }
         }
     }
-    drop(stack);
     let tls_starts = match scale {
         Scale::Full => 9,
         Scale::Quick => 1,
     };
-    let tls = super::tls::measure(&probes.path("mimalloc", "lab_tls")?, tls_starts, tick)?;
+    let tls = super::tls::measure(
+        &probes.path("mimalloc", "lab_tls")?,
+        &stack.fronts[0].endpoint(),
+        &stack.ca_file,
+        tls_starts,
+        tick,
+    )?;
     Ok(FirstInvocation {
         rows,
         floors,

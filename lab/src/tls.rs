@@ -1,14 +1,14 @@
 //! The cold cost of the functions' HTTPS client, per crypto provider and
 //! roots: the `lab_tls` probe as a function under the emulator at the order
 //! processor's memory size (its CPU share and memory limit), against DynamoDB
-//! Local behind a TLS front. Fresh environments, the variants interleaved;
+//! Local behind the TLS front of `first_invocation`'s stack. Fresh
+//! environments, the variants interleaved;
 //! only each environment's first invocation is used (a cold process).
 
-use super::median;
-use super::stack::{Tables, logs_dir};
+use super::stack::logs_dir;
 use local_stack::emulator::Emulator;
 use local_stack::template::Template;
-use local_stack::tls_front::{Authority, CA_FILE_VARIABLE, TlsFront};
+use local_stack::tls_front::CA_FILE_VARIABLE;
 use local_stack::{local_aws, tools, workspace_root};
 use std::path::Path;
 
@@ -56,14 +56,15 @@ pub struct Row {
     pub second_call_ms: Vec<f64>,
 }
 
-impl Row {
-    pub fn median(values: &[f64]) -> f64 {
-        median(values.to_vec())
-    }
-}
-
-/// Measure every variant in `starts` fresh environments of `probe`.
-pub fn measure(probe: &Path, starts: usize, tick: &dyn Fn(&str)) -> Result<Vec<Row>, String> {
+/// Measure every variant in `starts` fresh environments of `probe`, calling
+/// DynamoDB at `endpoint` (a TLS front whose authority is in `ca_file`).
+pub fn measure(
+    probe: &Path,
+    endpoint: &str,
+    ca_file: &Path,
+    starts: usize,
+    tick: &dyn Fn(&str),
+) -> Result<Vec<Row>, String> {
     let template = Template::load(&workspace_root().join("template.yaml"))?;
     let mut spec = template.function(AT_FUNCTION)?;
     let table = spec
@@ -75,13 +76,9 @@ pub fn measure(probe: &Path, starts: usize, tick: &dyn Fn(&str)) -> Result<Vec<R
     spec.env.clear();
     let rie = tools::emulator()?;
     let logs = logs_dir()?;
-    let tables = Tables::start(&template, &logs.join("tls-dynamodb.log"))?;
-    let ca_file = logs.join("tls-certificate-authority.pem");
-    let authority = Authority::new(&ca_file)?;
-    let front = TlsFront::start(&authority, tables.port())?;
     let bundle = logs.join("tls-system-roots-and-authority.pem");
     let mut roots = std::fs::read(SYSTEM_ROOTS).map_err(|e| format!("{SYSTEM_ROOTS}: {e}"))?;
-    roots.extend(std::fs::read(&ca_file).map_err(|e| format!("{}: {e}", ca_file.display()))?);
+    roots.extend(std::fs::read(ca_file).map_err(|e| format!("{}: {e}", ca_file.display()))?);
     std::fs::write(&bundle, roots).map_err(|e| format!("{}: {e}", bundle.display()))?;
 
     let mut rows: Vec<Row> = VARIANTS
@@ -95,7 +92,6 @@ pub fn measure(probe: &Path, starts: usize, tick: &dyn Fn(&str)) -> Result<Vec<R
             second_call_ms: Vec::new(),
         })
         .collect();
-    let endpoint = front.endpoint();
     for round in 0..starts {
         for row in &mut rows {
             let variant = row.variant;
@@ -103,10 +99,10 @@ pub fn measure(probe: &Path, starts: usize, tick: &dyn Fn(&str)) -> Result<Vec<R
             let roots = if variant.system_roots {
                 &bundle
             } else {
-                &ca_file
+                ca_file
             };
             let roots = roots.to_string_lossy();
-            let mut env = local_aws::function_env(&[("AWS_ENDPOINT_URL_DYNAMODB", &endpoint)]);
+            let mut env = local_aws::function_env(&[("AWS_ENDPOINT_URL_DYNAMODB", endpoint)]);
             env.extend([
                 ("LAB_TLS_PROVIDER", variant.provider),
                 ("TABLE_NAME", table.as_str()),

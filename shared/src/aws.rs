@@ -26,9 +26,17 @@ pub fn config_loader() -> aws_config::ConfigLoader {
 /// settings, the SDK's sleep for timeouts, proxies from the environment) on
 /// ring.
 pub fn https_client() -> aws_smithy_runtime_api::client::http::SharedHttpClient {
-    Builder::new().build_with_connector_fn(|settings, components| {
+    https_client_on(CryptoMode::Ring)
+}
+
+/// [`https_client`] with rustls on `crypto` (the lab measures both providers
+/// with it).
+pub fn https_client_on(
+    crypto: CryptoMode,
+) -> aws_smithy_runtime_api::client::http::SharedHttpClient {
+    Builder::new().build_with_connector_fn(move |settings, components| {
         let mut connector =
-            ConnectorBuilder::default().tls_provider(Provider::Rustls(CryptoMode::Ring));
+            ConnectorBuilder::default().tls_provider(Provider::Rustls(crypto.clone()));
         connector.set_connector_settings(settings.cloned());
         if let Some(components) = components {
             connector.set_sleep_impl(components.sleep_impl());

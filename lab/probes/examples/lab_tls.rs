@@ -1,7 +1,8 @@
 //! Performance-lab probe: the cold cost of the AWS SDK's HTTPS client for one
 //! crypto provider, as a Lambda function. Each invocation builds the SDK's
-//! configuration and a DynamoDB client on rustls with `LAB_TLS_PROVIDER`
-//! (`ring`, what the functions ship, or `aws-lc`, the SDK's default), then
+//! configuration and a DynamoDB client with the functions' HTTPS client
+//! (`shared::aws`) on rustls with `LAB_TLS_PROVIDER` (`ring`, what the
+//! functions ship, or `aws-lc`, the SDK's default), then
 //! calls `DescribeTable` on `TABLE_NAME` twice: the first call opens the
 //! connection (TCP, the TLS handshake checked against the roots of
 //! `SSL_CERT_FILE`), the second reuses it. It answers the three times in ms,
@@ -10,13 +11,10 @@
 //! Only the first invocation of an environment is cold (each library keeps
 //! its random generator and tables for the process).
 
-use aws_smithy_http_client::tls::{Provider, rustls_provider::CryptoMode};
+use aws_smithy_http_client::tls::rustls_provider::CryptoMode;
 use lambda_runtime::{Error, LambdaEvent, service_fn};
 use serde_json::{Value, json};
 use std::time::Instant;
-
-// The same allocator as the functions (the crate's global allocator).
-use shared as _;
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
@@ -31,24 +29,21 @@ async fn measure() -> Result<Value, Error> {
     };
     let table = std::env::var("TABLE_NAME").map_err(|e| format!("TABLE_NAME: {e}"))?;
     let started = Instant::now();
-    let https = aws_smithy_http_client::Builder::new()
-        .tls_provider(Provider::Rustls(mode))
-        .build_https();
     let sdk = aws_config::defaults(aws_config::BehaviorVersion::latest())
-        .http_client(https)
+        .http_client(shared::aws::https_client_on(mode))
         .load()
         .await;
     let client = aws_sdk_dynamodb::Client::new(&sdk);
     let client_ms = ms(started);
     let mut calls_ms = Vec::new();
-    let cpu_before = cpu_ms();
+    let cpu_before = shared::memory::cpu_time();
     let mut first_call_cpu_ms = 0.0;
     for _ in 0..2 {
         let started = Instant::now();
         client.describe_table().table_name(&table).send().await?;
         calls_ms.push(ms(started));
         if calls_ms.len() == 1 {
-            first_call_cpu_ms = cpu_ms() - cpu_before;
+            first_call_cpu_ms = ms_of(shared::memory::cpu_time() - cpu_before);
         }
     }
     Ok(json!({
@@ -59,17 +54,10 @@ async fn measure() -> Result<Value, Error> {
     }))
 }
 
-/// CPU time of this process's threads so far, ms (`/proc/self/task/*/schedstat`).
-fn cpu_ms() -> f64 {
-    let threads = std::fs::read_dir("/proc/self/task").into_iter().flatten();
-    let ns: u64 = threads
-        .flatten()
-        .filter_map(|t| std::fs::read_to_string(t.path().join("schedstat")).ok())
-        .filter_map(|s| s.split_whitespace().next()?.parse::<u64>().ok())
-        .sum();
-    ns as f64 / 1e6
+fn ms(since: Instant) -> f64 {
+    ms_of(since.elapsed())
 }
 
-fn ms(since: Instant) -> f64 {
-    since.elapsed().as_secs_f64() * 1e3
+fn ms_of(duration: std::time::Duration) -> f64 {
+    duration.as_secs_f64() * 1e3
 }

@@ -169,10 +169,10 @@ fn tls_table(md: &mut String, rows: &[tls::Row]) {
         let _ = writeln!(
             md,
             "| {provider} | {roots} | {:.1} | {:.1} | {:.1} | {:.1} |",
-            tls::Row::median(&row.client_ms),
-            tls::Row::median(&row.first_call_ms),
-            tls::Row::median(&row.first_call_cpu_ms),
-            tls::Row::median(&row.second_call_ms),
+            crate::median(row.client_ms.clone()),
+            crate::median(row.first_call_ms.clone()),
+            crate::median(row.first_call_cpu_ms.clone()),
+            crate::median(row.second_call_ms.clone()),
         );
     }
 }
