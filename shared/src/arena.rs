@@ -49,8 +49,11 @@ pub struct Prewarm {
     done: watch::Receiver<Option<Report>>,
 }
 
-/// Whether pre-warming reliably helps with the compiled-in allocator (see the module doc).
-pub const SUPPORTED: bool = cfg!(feature = "mimalloc");
+/// Whether pre-warming reliably helps with the allocator serving this binary
+/// (see the module doc).
+pub fn supported() -> bool {
+    crate::allocator::active().keeps_pages_for_reuse()
+}
 
 /// Why pre-warming was not started.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -72,8 +75,8 @@ pub enum NotStarted {
 
 /// Start pre-faulting `bytes` (rounded up to whole blocks) on a background thread.
 pub fn start(bytes: usize, policy: Policy) -> Result<Prewarm, NotStarted> {
-    if !SUPPORTED {
-        return Err(NotStarted::Unsupported(crate::allocator::NAME));
+    if !supported() {
+        return Err(NotStarted::Unsupported(crate::allocator::name()));
     }
     if policy != Policy::Keep {
         return Err(NotStarted::PromptPolicy);
@@ -85,8 +88,8 @@ pub fn start(bytes: usize, policy: Policy) -> Result<Prewarm, NotStarted> {
 /// free: provisioned concurrency), with the same checks as [`start`]; the
 /// returned [`Prewarm`] is already finished.
 pub fn prefault_now(bytes: usize, policy: Policy) -> Result<Prewarm, NotStarted> {
-    if !SUPPORTED {
-        return Err(NotStarted::Unsupported(crate::allocator::NAME));
+    if !supported() {
+        return Err(NotStarted::Unsupported(crate::allocator::name()));
     }
     if policy != Policy::Keep {
         return Err(NotStarted::PromptPolicy);
@@ -188,10 +191,10 @@ mod tests {
 
     #[test]
     fn prompt_policy_or_unsupported_allocator_refuses() {
-        let expected = if SUPPORTED {
+        let expected = if supported() {
             NotStarted::PromptPolicy
         } else {
-            NotStarted::Unsupported(crate::allocator::NAME)
+            NotStarted::Unsupported(crate::allocator::name())
         };
         assert_eq!(start(BLOCK, Policy::Prompt).err(), Some(expected));
     }
@@ -228,7 +231,7 @@ mod tests {
     #[tokio::test]
     async fn a_prewarm_during_init_is_finished_when_it_returns() {
         assert!(prefault_now(BLOCK, Policy::Prompt).is_err());
-        if !SUPPORTED {
+        if !supported() {
             return;
         }
         let prewarm = prefault_now(4 * BLOCK, Policy::Keep).expect("prefaulted");
@@ -238,7 +241,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_real_prewarm_reports_its_bytes() {
-        if !SUPPORTED {
+        if !supported() {
             return;
         }
         let prewarm = start(8 * BLOCK, Policy::Keep).expect("start");

@@ -137,7 +137,7 @@ impl Init {
         Ok(Self {
             vcpus: vcpus::from_env(env)?,
             policy: allocator::Policy::from_env(env)?,
-            allocator: allocator::NAME,
+            allocator: allocator::name(),
             started: Instant::now(),
             open_connections: connections::at_init(env)?,
         })
@@ -177,7 +177,7 @@ pub fn start<C, E: std::fmt::Display>(
         lambda_share = vcpus.lambda_share,
         cgroup_quota = vcpus.cgroup_quota,
         cpus_allowed = vcpus.available,
-        allocator = allocator::NAME,
+        allocator = allocator::name(),
         memory_return = %policy,
         allocator_settings = %applied,
         init_ms = started.elapsed().as_secs_f64() * 1000.0,
@@ -186,7 +186,7 @@ pub fn start<C, E: std::fmt::Display>(
     let init = Init {
         vcpus,
         policy,
-        allocator: allocator::NAME,
+        allocator: allocator::name(),
         started,
         open_connections,
     };

@@ -19,7 +19,7 @@
 //! `mixed_batch_acknowledges_exactly_the_stored_orders` and
 //! `fifo_panic_blocks_its_group` in `functions/order-processor/src/handler.rs`,
 //! whose store fake panics on a chosen order; the event source mapping's
-//! handling of `batchItemFailures` by those in `local-stack/src/event_source.rs`.
+//! handling of `batchItemFailures` by those in `tools/local-stack/src/event_source.rs`.
 
 use e2e::{
     LocalQueues, assert_reconciled, assert_within_memory_limit, invalid_bodies, json_lines,

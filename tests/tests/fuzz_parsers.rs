@@ -1,7 +1,7 @@
 //! Fuzzing every parser of outside input, the stable engine (proptest). The
 //! checks of each target are defined once, in the function crates'
 //! `fuzz_checks` modules, and shared with the coverage-guided engine in
-//! `fuzz/`; this file only generates inputs and bounds each call.
+//! `tools/fuzz/`; this file only generates inputs and bounds each call.
 //!
 //! Inputs per target: the seeds from `events/` (and each target's own), the
 //! edge inputs (a body at its parser's size limit and one byte past it; 64 KiB

@@ -1,5 +1,5 @@
 //! Step Functions on the local stack (moto's interpreter, see
-//! `local-stack/src/moto.rs`): Lambda tasks reach the local functions through
+//! `tools/local-stack/src/moto.rs`): Lambda tasks reach the local functions through
 //! the Lambda Invoke API, by ARN; a function error fails the task with the
 //! function's `errorType`, which `Retry` and `Catch` match as on AWS; and the
 //! template's `OrdersReportStateMachine` fans the real Arrow worker out over

@@ -24,8 +24,8 @@
 //!   fan-out against one function, `first-invocation` for the first invocation
 //!   against the steady state
 //!
-//! This crate only dispatches: the local stack (`local-stack/`) and the lab
-//! (`lab/`) are crates of their own, run with `cargo run`, so `cargo xtask`
+//! This crate only dispatches: the local stack (`tools/local-stack/`) and the lab
+//! (`tools/lab/`) are crates of their own, run with `cargo run`, so `cargo xtask`
 //! compiles no AWS SDK and no plotting library.
 
 mod command;

@@ -1,27 +1,10 @@
 //! `cargo xtask test`: the whole suite, step by step, with a timing per step
 //! and a closing `suite: N passed, N failed` line.
 
-use crate::command::{cargo, describe, package, run};
+use crate::command::{cargo, package, run};
 use crate::{init_check, sam};
 use std::process::Command;
 use std::time::Instant;
-
-/// Run `command` and require that it fails with `message` in its output.
-fn expect_failure(command: &mut Command, message: &str) -> Result<(), String> {
-    let output = command
-        .output()
-        .map_err(|e| format!("{}: {e}", describe(command)))?;
-    let text = String::from_utf8_lossy(&output.stderr);
-    if !output.status.success() && text.contains(message) {
-        Ok(())
-    } else {
-        Err(format!(
-            "{} should fail with {message:?}, but: {}\n{text}",
-            describe(command),
-            output.status
-        ))
-    }
-}
 
 /// Where [`sam_build_check`] builds.
 const SAM_BUILD_CHECK_DIR: &str = "target/sam-build-check";
@@ -82,25 +65,6 @@ pub fn run_all() -> Result<(), String> {
             Box::new(|| run(&mut package("lab", &["--quick"]))),
         ),
     ];
-    for feature in ["jemalloc", "snmalloc", "system"] {
-        steps.push((
-            match feature {
-                "jemalloc" => "shared crate with jemalloc",
-                "snmalloc" => "shared crate with snmalloc",
-                _ => "shared crate with the system allocator",
-            },
-            Box::new(move || {
-                run(cargo().args([
-                    "test",
-                    "--package",
-                    "shared",
-                    "--no-default-features",
-                    "--features",
-                    feature,
-                ]))
-            }),
-        ));
-    }
     steps.push((
         "password hasher with the bcrypt crate (feature bcrypt-crate)",
         Box::new(|| {
@@ -111,19 +75,6 @@ pub fn run_all() -> Result<(), String> {
                 "--features",
                 "bcrypt-crate",
             ]))
-        }),
-    ));
-    steps.push((
-        "two allocators or none: compile errors",
-        Box::new(|| {
-            expect_failure(
-                cargo().args(["check", "--package", "shared", "--features", "system"]),
-                "more than one allocator selected",
-            )?;
-            expect_failure(
-                cargo().args(["check", "--package", "shared", "--no-default-features"]),
-                "no allocator selected",
-            )
         }),
     ));
     steps.push((

@@ -10,6 +10,10 @@ use arrow_worker::handler::Handler;
 use arrow_worker::s3::S3Objects;
 use lambda_runtime::{Error, service_fn};
 
+// This binary's allocator: `Mimalloc`, `Jemalloc`, `Snmalloc` or `System`
+// (with the same feature of `shared` in Cargo.toml; `System` needs none).
+shared::global_allocator!(Mimalloc);
+
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     let (init, config) = shared::start_or_exit(Config::from_env);

@@ -6,6 +6,10 @@ use order_processor::{
     config::Config, dynamodb::DynamoStore, handler::Handler, sqs::SqsDeadLetters,
 };
 
+// This binary's allocator: `Mimalloc`, `Jemalloc`, `Snmalloc` or `System`
+// (with the same feature of `shared` in Cargo.toml; `System` needs none).
+shared::global_allocator!(Mimalloc);
+
 #[tokio::main]
 async fn main() -> Result<(), lambda_runtime::Error> {
     let (init, config) = shared::start_or_exit(Config::from_env);

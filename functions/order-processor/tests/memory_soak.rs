@@ -16,6 +16,9 @@ use std::time::{Duration, Instant};
 use testkit::dead_letters::{self, MemoryDeadLetters};
 use testkit::store::MemoryOrders;
 
+// The allocator the order processor's `main.rs` declares.
+shared::global_allocator!(Mimalloc);
+
 const ORDERS: u64 = 200_000;
 const WARM_UP: u64 = 20_000;
 const GROWTH_BOUND: u64 = 4 << 20;
@@ -70,7 +73,7 @@ async fn rss_stays_flat_over_200k_orders() {
     let growth = peak_after_warm_up.saturating_sub(warm_rss);
     eprintln!(
         "{}: RSS after warm-up {:.1} MiB, highest later {:.1} MiB, growth {:.2} MiB (bound {:.0} MiB)",
-        allocator::NAME,
+        allocator::name(),
         shared::memory::mib(warm_rss),
         shared::memory::mib(peak_after_warm_up),
         growth as f64 / (1 << 20) as f64,

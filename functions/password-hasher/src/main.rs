@@ -3,6 +3,10 @@
 use lambda_runtime::service_fn;
 use password_hasher::{calibration::Estimates, config::Limits, handler::Handler};
 
+// This binary's allocator: `Mimalloc`, `Jemalloc`, `Snmalloc` or `System`
+// (with the same feature of `shared` in Cargo.toml; `System` needs none).
+shared::global_allocator!(Mimalloc);
+
 #[tokio::main]
 async fn main() -> Result<(), lambda_runtime::Error> {
     let (init, limits) = shared::start_or_exit(Limits::from_env);

@@ -1,13 +1,19 @@
 //! jemalloc (tikv-jemallocator, symbols prefixed `_rjem_`).
 
-use super::{AllocatorStats, Applied, Policy};
+use super::{AllocatorStats, Applied, Policy, forward_global_alloc};
 use tikv_jemalloc_ctl::{epoch, raw, stats as je_stats};
 
-/// Name of the allocator serving this binary.
-pub const NAME: &str = "jemalloc";
-
-#[global_allocator]
-static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+forward_global_alloc!(
+    /// Jemalloc, for `shared::global_allocator!(Jemalloc)`.
+    Jemalloc => tikv_jemallocator::Jemalloc,
+    super::Controls {
+        kind: super::Kind::Jemalloc,
+        apply,
+        stats,
+        release_free_memory,
+        start_up: || {},
+    }
+);
 
 pub(super) fn apply(policy: Policy) -> Result<Applied, String> {
     let ms: isize = match policy {

@@ -1,14 +1,20 @@
 //! mimalloc (v3 by default in the `mimalloc` crate).
 
-use super::{AllocatorStats, Applied, Policy};
+use super::{AllocatorStats, Applied, Policy, forward_global_alloc};
 use libmimalloc_sys as ffi;
 use std::ffi::{CStr, c_char, c_long, c_void};
 
-/// Name of the allocator serving this binary.
-pub const NAME: &str = "mimalloc";
-
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+forward_global_alloc!(
+    /// mimalloc, for `shared::global_allocator!(Mimalloc)`.
+    Mimalloc => mimalloc::MiMalloc,
+    super::Controls {
+        kind: super::Kind::Mimalloc,
+        apply,
+        stats,
+        release_free_memory,
+        start_up: set_start_up_defaults,
+    }
+);
 
 /// One of mimalloc's options: its index in mimalloc v3's `mi_option_e` (the
 /// -sys crate names only some) and mimalloc's own name for it (read from
@@ -72,20 +78,11 @@ pub fn start_up_settings(policy: Policy) -> &'static [(MiOption, c_long)] {
     }
 }
 
-/// Runs before mimalloc starts: `.init_array` entries with a priority run
-/// before those without (mimalloc's, with gcc) or with a higher one (101,
-/// mimalloc's with clang).
-#[cfg(target_os = "linux")]
-#[used]
-// SAFETY: `.init_array` holds pointers to functions the loader calls once,
-// before `main`, with no arguments: `set_start_up_defaults` is such a function.
-#[unsafe(link_section = ".init_array.00100")]
-static START_UP: extern "C" fn() = set_start_up_defaults;
-
 /// Set `start_up_settings` as mimalloc's defaults for the policy in
-/// `MEMORY_RETURN`. Allocates nothing: an allocation would start mimalloc.
-#[cfg(target_os = "linux")]
-extern "C" fn set_start_up_defaults() {
+/// `MEMORY_RETURN`. Called before `main` by `global_allocator!(Mimalloc)`
+/// (through `declare`), before mimalloc's first allocation. Allocates
+/// nothing: an allocation would start mimalloc.
+fn set_start_up_defaults() {
     // SAFETY: the name is NUL-terminated; before `main` no other thread can
     // change the environment.
     let value = unsafe { libc::getenv(c"MEMORY_RETURN".as_ptr()) };

@@ -1,73 +1,241 @@
-//! The global allocator, chosen by cargo feature, and its memory-return policy.
+//! The allocators a function can pick, each with its memory-return policy and
+//! statistics. A binary picks one in its `main.rs`, one line:
 //!
-//! | feature    | allocator              | prompt (`MEMORY_RETURN=prompt`)            | keep (`MEMORY_RETURN=keep`)        |
+//! ```ignore
+//! shared::global_allocator!(Mimalloc); // or Jemalloc, Snmalloc, System
+//! ```
+//!
+//! `Mimalloc`, `Jemalloc` and `Snmalloc` need `shared`'s cargo feature of the
+//! same name (lower case) in the function's `Cargo.toml`; `System` needs none.
+//! The features only make an allocator *available*: they add up freely when
+//! cargo unifies them across a workspace, so two functions of one workspace
+//! can each have their own allocator. A binary that declares none (a test)
+//! runs on Rust's default, the system allocator, and [`active`] says so.
+//!
+//! | allocator  | crate                  | prompt (`MEMORY_RETURN=prompt`)            | keep (`MEMORY_RETURN=keep`)        |
 //! |------------|------------------------|--------------------------------------------|------------------------------------|
-//! | `mimalloc` | mimalloc v3 (default)  | `purge_delay=0`, `purge_decommits=1`, 64 KiB purges; `allow_thp=0` from start-up | `purge_delay=-1` (never purge) |
-//! | `jemalloc` | tikv-jemallocator      | `dirty_decay_ms=0`, `muzzy_decay_ms=0`     | both `-1` (never decay)            |
-//! | `snmalloc` | snmalloc-rs            | no knob: snmalloc decides                  | no knob: snmalloc decides          |
-//! | `system`   | glibc malloc           | `M_TRIM_THRESHOLD` and `M_MMAP_THRESHOLD` 128 KiB | `M_MMAP_THRESHOLD` 32 MiB, `M_TRIM_THRESHOLD` max |
+//! | `Mimalloc` | mimalloc v3            | `purge_delay=0`, `purge_decommits=1`, 64 KiB purges; `allow_thp=0` from start-up | `purge_delay=-1` (never purge) |
+//! | `Jemalloc` | tikv-jemallocator      | `dirty_decay_ms=0`, `muzzy_decay_ms=0`     | both `-1` (never decay)            |
+//! | `Snmalloc` | snmalloc-rs            | no knob: snmalloc decides                  | no knob: snmalloc decides          |
+//! | `System`   | glibc malloc           | `M_TRIM_THRESHOLD` and `M_MMAP_THRESHOLD` 128 KiB | `M_MMAP_THRESHOLD` 32 MiB, `M_TRIM_THRESHOLD` max |
 //!
 //! "prompt" gives freed memory back to the OS at once (lowest RSS, a few more
 //! system calls); "keep" holds it for reuse (no page faults for memory the
 //! function already touched, which the Arrow worker's arena relies on).
-//!
-//! Exactly one allocator feature must be enabled; see the `compile_error!`s below.
 
 use crate::config::{ConfigError, Env};
 use std::fmt;
 
-#[cfg(not(any(
-    feature = "mimalloc",
-    feature = "jemalloc",
-    feature = "snmalloc",
-    feature = "system"
-)))]
-compile_error!(
-    "no allocator selected: enable exactly one of the features `mimalloc` (default), `jemalloc`, `snmalloc`, `system`"
-);
-
-#[cfg(any(
-    all(
-        feature = "mimalloc",
-        any(feature = "jemalloc", feature = "snmalloc", feature = "system")
-    ),
-    all(feature = "jemalloc", any(feature = "snmalloc", feature = "system")),
-    all(feature = "snmalloc", feature = "system"),
-))]
-compile_error!(
-    "more than one allocator selected: enable exactly one of the features `mimalloc`, `jemalloc`, `snmalloc`, `system` \
-     (to pick a non-default one, build with `--no-default-features --features NAME`)"
-);
-
-// Only one implementation is compiled even if several features are on, so the
-// `compile_error!` above is the only error a user sees.
-#[cfg(feature = "mimalloc")]
-#[path = "mimalloc.rs"]
-mod imp;
-#[cfg(all(feature = "jemalloc", not(feature = "mimalloc")))]
-#[path = "jemalloc.rs"]
-mod imp;
-#[cfg(all(
-    feature = "snmalloc",
-    not(any(feature = "mimalloc", feature = "jemalloc"))
-))]
-#[path = "snmalloc.rs"]
-mod imp;
-#[cfg(all(
-    feature = "system",
-    not(any(feature = "mimalloc", feature = "jemalloc", feature = "snmalloc"))
-))]
-#[path = "system.rs"]
-mod imp;
+use std::sync::OnceLock;
 
 pub mod glibc;
-
-pub use imp::NAME;
+#[cfg(feature = "jemalloc")]
+mod jemalloc;
 #[cfg(feature = "mimalloc")]
-pub use imp::{
-    MiOption, options as mimalloc_options, owns, settings as mimalloc_settings,
+mod mimalloc;
+#[cfg(feature = "snmalloc")]
+mod snmalloc;
+mod system;
+
+#[cfg(feature = "jemalloc")]
+pub use jemalloc::Jemalloc;
+#[cfg(feature = "mimalloc")]
+pub use mimalloc::{
+    MiOption, Mimalloc, options as mimalloc_options, owns, settings as mimalloc_settings,
     start_up_settings as mimalloc_start_up_settings,
 };
+#[cfg(feature = "snmalloc")]
+pub use snmalloc::Snmalloc;
+pub use system::System;
+
+/// Declare the global allocator of this binary: `Mimalloc`, `Jemalloc`,
+/// `Snmalloc` or `System` (see the [module doc](crate::allocator)). One line in
+/// a function's `main.rs`, outside any function:
+///
+/// ```ignore
+/// shared::global_allocator!(Jemalloc);
+/// ```
+///
+/// It declares Rust's `#[global_allocator]` and tells `shared` which one it
+/// is before `main` runs (so mimalloc's start-up options are set before its
+/// first allocation, and [`active`] names it from the start).
+#[macro_export]
+macro_rules! global_allocator {
+    ($kind:ident) => {
+        #[global_allocator]
+        static GLOBAL_ALLOCATOR: $crate::allocator::$kind = $crate::allocator::$kind;
+
+        #[cfg(any(target_os = "linux", target_os = "android"))]
+        #[used]
+        // SAFETY: `.init_array` holds pointers to functions the loader calls
+        // once, before `main`, with no arguments; `declare` is such a function
+        // and allocates nothing. The priority (00100) runs it before the
+        // allocators' own constructors, which have none or a higher one.
+        #[unsafe(link_section = ".init_array.00100")]
+        static DECLARE_GLOBAL_ALLOCATOR: extern "C" fn() = {
+            extern "C" fn declare() {
+                $crate::allocator::declare::<$crate::allocator::$kind>()
+            }
+            declare
+        };
+
+        #[cfg(target_os = "macos")]
+        #[used]
+        // SAFETY: as above, for the Mach-O list of initialisers.
+        #[unsafe(link_section = "__DATA,__mod_init_func")]
+        static DECLARE_GLOBAL_ALLOCATOR: extern "C" fn() = {
+            extern "C" fn declare() {
+                $crate::allocator::declare::<$crate::allocator::$kind>()
+            }
+            declare
+        };
+    };
+}
+
+/// `pub struct $name;` implementing `GlobalAlloc` by forwarding every call to
+/// `$inner`, an allocator crate's own `GlobalAlloc`, and [`Allocator`] with
+/// `$controls`. Every method is
+/// `#[inline]`, so an allocator's code is compiled only into the binaries that
+/// declare it.
+macro_rules! forward_global_alloc {
+    ($(#[$doc:meta])* $name:ident => $inner:expr, $controls:expr) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy, Default)]
+        pub struct $name;
+
+        impl super::Allocator for $name {
+            const CONTROLS: &'static super::Controls = &$controls;
+        }
+
+        // SAFETY: every method forwards to `$inner` with the caller's own
+        // arguments, so `$inner`'s `GlobalAlloc` contract is this one's.
+        unsafe impl std::alloc::GlobalAlloc for $name {
+            #[inline]
+            unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
+                // SAFETY: the caller upholds `alloc`'s contract.
+                unsafe { $inner.alloc(layout) }
+            }
+            #[inline]
+            unsafe fn alloc_zeroed(&self, layout: std::alloc::Layout) -> *mut u8 {
+                // SAFETY: the caller upholds `alloc_zeroed`'s contract.
+                unsafe { $inner.alloc_zeroed(layout) }
+            }
+            #[inline]
+            unsafe fn dealloc(&self, ptr: *mut u8, layout: std::alloc::Layout) {
+                // SAFETY: the caller upholds `dealloc`'s contract; `ptr` came
+                // from this allocator, so from `$inner`.
+                unsafe { $inner.dealloc(ptr, layout) }
+            }
+            #[inline]
+            unsafe fn realloc(
+                &self,
+                ptr: *mut u8,
+                layout: std::alloc::Layout,
+                new_size: usize,
+            ) -> *mut u8 {
+                // SAFETY: the caller upholds `realloc`'s contract; `ptr` came
+                // from this allocator, so from `$inner`.
+                unsafe { $inner.realloc(ptr, layout, new_size) }
+            }
+        }
+    };
+}
+use forward_global_alloc;
+
+/// The allocators this crate knows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Kind {
+    /// The system allocator (glibc malloc on Lambda): Rust's default.
+    System = 0,
+    /// mimalloc (feature `mimalloc`).
+    Mimalloc = 1,
+    /// jemalloc (feature `jemalloc`).
+    Jemalloc = 2,
+    /// snmalloc (feature `snmalloc`).
+    Snmalloc = 3,
+}
+
+impl Kind {
+    /// Every kind, in declaration order.
+    pub const ALL: [Kind; 4] = [Kind::System, Kind::Mimalloc, Kind::Jemalloc, Kind::Snmalloc];
+
+    /// The allocator's name, as logs, answers and the lab print it.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Kind::System => "system",
+            Kind::Mimalloc => "mimalloc",
+            Kind::Jemalloc => "jemalloc",
+            Kind::Snmalloc => "snmalloc",
+        }
+    }
+
+    /// Whether the allocator keeps pages freed by one thread for reuse by
+    /// another, which the arena pre-warm relies on (see `arena`).
+    pub const fn keeps_pages_for_reuse(self) -> bool {
+        matches!(self, Kind::Mimalloc)
+    }
+}
+
+impl fmt::Display for Kind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// What `shared` does with an allocator: its kind and its memory controls.
+/// One `static` per allocator module; [`global_allocator!`] hands the declared
+/// one to [`declare`], so a binary references only its own allocator's code.
+#[doc(hidden)]
+#[derive(Debug)]
+pub struct Controls {
+    kind: Kind,
+    apply: fn(Policy) -> Result<Applied, String>,
+    stats: fn() -> AllocatorStats,
+    release_free_memory: fn(),
+    /// Runs before `main`, before the allocator's first allocation.
+    start_up: fn(),
+}
+
+/// An allocator type [`global_allocator!`] accepts.
+pub trait Allocator: std::alloc::GlobalAlloc + Sync + 'static {
+    /// Its controls.
+    #[doc(hidden)]
+    const CONTROLS: &'static Controls;
+}
+
+/// The controls of the allocator the binary declared; unset where it declared
+/// none (then the system allocator serves it).
+static ACTIVE: OnceLock<&'static Controls> = OnceLock::new();
+
+/// Called by [`global_allocator!`] before `main`; not for other callers.
+/// Allocates nothing: an allocation here would start the allocator before its
+/// start-up options are set.
+#[doc(hidden)]
+pub fn declare<A: Allocator>() {
+    if ACTIVE.set(A::CONTROLS).is_ok() {
+        (A::CONTROLS.start_up)();
+    }
+}
+
+fn controls() -> &'static Controls {
+    ACTIVE
+        .get()
+        .copied()
+        .unwrap_or(<System as Allocator>::CONTROLS)
+}
+
+/// The allocator serving this binary: the one its `main.rs` declared with
+/// [`global_allocator!`], or the system allocator (Rust's default) in a binary
+/// that declared none.
+pub fn active() -> Kind {
+    controls().kind
+}
+
+/// The name of the allocator serving this binary.
+pub fn name() -> &'static str {
+    active().name()
+}
 
 /// What to do with memory the program frees.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
@@ -145,19 +313,20 @@ pub struct AllocatorStats {
     pub mapped: u64,
 }
 
-/// Set the memory-return policy. Call once at cold start, before heavy allocation.
+/// Set the memory-return policy of the active allocator. Call once at cold
+/// start, before heavy allocation.
 pub fn apply(policy: Policy) -> Result<Applied, String> {
-    imp::apply(policy)
+    (controls().apply)(policy)
 }
 
-/// The allocator's own statistics; cheap enough for every invocation.
+/// The active allocator's own statistics; cheap enough for every invocation.
 pub fn stats() -> AllocatorStats {
-    imp::stats()
+    (controls().stats)()
 }
 
 /// Give every free page back to the OS now, whatever the policy.
 pub fn release_free_memory() {
-    imp::release_free_memory()
+    (controls().release_free_memory)()
 }
 
 #[cfg(test)]
@@ -180,11 +349,18 @@ mod tests {
     }
 
     #[test]
+    fn a_binary_that_declares_none_runs_on_the_system_allocator() {
+        // This test binary declares no allocator: Rust's default serves it.
+        assert_eq!(active(), Kind::System);
+        assert_eq!(name(), "system");
+    }
+
+    #[test]
     fn both_policies_apply() {
         // Keep is applied last so the rest of the test binary runs with the
         // allocator's most permissive setting; both must succeed.
         for policy in [Policy::Prompt, Policy::Keep] {
-            apply(policy).unwrap_or_else(|e| panic!("{NAME} {policy}: {e}"));
+            apply(policy).unwrap_or_else(|e| panic!("{} {policy}: {e}", name()));
         }
         release_free_memory();
     }

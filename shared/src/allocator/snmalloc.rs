@@ -1,12 +1,18 @@
 //! snmalloc (snmalloc-rs, built with cmake).
 
-use super::{AllocatorStats, Applied, Policy};
+use super::{AllocatorStats, Applied, Policy, forward_global_alloc};
 
-/// Name of the allocator serving this binary.
-pub const NAME: &str = "snmalloc";
-
-#[global_allocator]
-static GLOBAL: snmalloc_rs::SnMalloc = snmalloc_rs::SnMalloc;
+forward_global_alloc!(
+    /// Snmalloc, for `shared::global_allocator!(Snmalloc)`.
+    Snmalloc => snmalloc_rs::SnMalloc,
+    super::Controls {
+        kind: super::Kind::Snmalloc,
+        apply,
+        stats,
+        release_free_memory,
+        start_up: || {},
+    }
+);
 
 pub(super) fn apply(_policy: Policy) -> Result<Applied, String> {
     // snmalloc returns memory on its own schedule and has no runtime knob.

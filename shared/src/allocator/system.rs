@@ -1,12 +1,18 @@
 //! The system allocator (glibc malloc on Lambda's Amazon Linux).
 
-use super::{AllocatorStats, Applied, Policy, glibc};
+use super::{AllocatorStats, Applied, Policy, forward_global_alloc, glibc};
 
-/// Name of the allocator serving this binary.
-pub const NAME: &str = "system";
-
-#[global_allocator]
-static GLOBAL: std::alloc::System = std::alloc::System;
+forward_global_alloc!(
+    /// The system allocator, for `shared::global_allocator!(System)`.
+    System => std::alloc::System,
+    super::Controls {
+        kind: super::Kind::System,
+        apply,
+        stats,
+        release_free_memory,
+        start_up: || {},
+    }
+);
 
 pub(super) fn apply(policy: Policy) -> Result<Applied, String> {
     let (mmap_threshold, trim_threshold) = match policy {

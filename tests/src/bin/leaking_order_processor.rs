@@ -16,6 +16,9 @@ use std::sync::Mutex;
 /// The setting: MiB kept per invocation.
 const LEAK_MIB: &str = "LEAK_MIB";
 
+// As the order processor.
+shared::global_allocator!(Mimalloc);
+
 #[tokio::main]
 async fn main() -> Result<(), lambda_runtime::Error> {
     let (init, (config, leak_mib)) = shared::start_or_exit(|env| {

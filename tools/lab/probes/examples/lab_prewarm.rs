@@ -1,0 +1,62 @@
+//! Performance-lab probe: a cold start of the Arrow worker followed by a few
+//! invocations over generated orders (see `lab_probes::trial`), printing one
+//! JSON line: each invocation's time and minor page faults.
+//!
+//! `lab_prewarm off|shipped|forced ROWS ARENA_MIB ROUNDS` (run by `cargo xtask lab`)
+//! - `off`: no pre-warm, no code warm-up;
+//! - `shipped`: what the function does (arena pre-warm + code warm-up); with
+//!   an allocator the template refuses to pre-warm, the line says `refused`;
+//! - `forced`: arena pre-faulted even where the template refuses, + code warm-up.
+
+use lab_probes::trial::{self, ArenaPrewarm};
+use shared::arena::{self, NotStarted};
+
+lab_probes::declare_allocator!();
+
+fn main() -> Result<(), String> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let [variant, rows, arena_mib, rounds] = args.as_slice() else {
+        return Err("usage: lab_prewarm off|shipped|forced ROWS ARENA_MIB ROUNDS".into());
+    };
+    let number = |name: &str, s: &str| {
+        s.parse::<usize>()
+            .map_err(|_| format!("{name} must be a whole number, not {s:?}"))
+    };
+    let (rows, rounds) = (number("ROWS", rows)?, number("ROUNDS", rounds)?);
+    let bytes = number("ARENA_MIB", arena_mib)? << 20;
+    let (arena, warm_code) = match variant.as_str() {
+        "off" => (ArenaPrewarm::Off, false),
+        "shipped" => (ArenaPrewarm::Shipped(bytes), true),
+        "forced" => (ArenaPrewarm::Forced(bytes), true),
+        other => return Err(format!("unknown variant {other:?}")),
+    };
+    let allocator = shared::allocator::name();
+    if matches!(arena, ArenaPrewarm::Shipped(_)) && !arena::supported() {
+        let why = NotStarted::Unsupported(allocator).to_string();
+        println!(
+            "{}",
+            serde_json::json!({"allocator": allocator, "variant": variant, "refused": why})
+        );
+        return Ok(());
+    }
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .map_err(|e| e.to_string())?;
+    let trial = runtime.block_on(trial::run(rows, arena, warm_code, rounds))?;
+    let rounds: Vec<_> = trial
+        .rounds
+        .iter()
+        .map(|r| serde_json::json!([r.took.as_secs_f64() * 1e3, r.minor_faults]))
+        .collect();
+    println!(
+        "{}",
+        serde_json::json!({
+            "allocator": allocator,
+            "variant": variant,
+            "prewarm_ms": trial.prewarm.map(|d| d.as_secs_f64() * 1e3),
+            "rounds": rounds,
+        })
+    );
+    Ok(())
+}

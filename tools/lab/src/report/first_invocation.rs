@@ -1,0 +1,249 @@
+//! Section 7 of `BENCHMARKS.md`: the first invocation against the steady
+//! state, on the functions' own bootstraps under their CPU shares, over TLS.
+//! It sits between markers, so `cargo xtask lab first-invocation` can replace
+//! it in an existing report without running the rest of the lab.
+
+use super::splice::{self, Markers};
+use crate::first_invocation::{FirstInvocation, NO_CONNECTIONS, SHIPPED, STEADY};
+use crate::machine::Machine;
+use crate::tls;
+use std::fmt::Write as _;
+use std::path::Path;
+
+/// Markers around the section.
+pub const SECTION: Markers = ("<!-- first-invocation -->", "<!-- /first-invocation -->");
+
+/// The measurements, or why there are none.
+pub type Measured = Result<FirstInvocation, String>;
+
+/// The section, between its markers.
+pub fn section(measured: &Measured, machine: &Machine) -> String {
+    let mut md = String::new();
+    let _ = writeln!(md, "{}", SECTION.0);
+    let _ = writeln!(
+        md,
+        "## 7. The first invocation against the steady state, as users meet it\n"
+    );
+    let measured = match measured {
+        Err(why) => {
+            let _ = writeln!(md, "Not measured: {why}.\n\n{}", SECTION.1);
+            return md;
+        }
+        Ok(measured) => measured,
+    };
+    let _ = writeln!(
+        md,
+        "Measured on {} (`cargo xtask lab first-invocation` measures this section again on its own). \
+         Each function's {} bootstrap under the runtime interface emulator, in a cgroup with its \
+         template's CPU share and memory limit (memory / 1,769 MB of one core, as on Lambda), DynamoDB \
+         Local and S3 (moto) behind a TLS front with a certificate authority made for the run (given \
+         in `SSL_CERT_FILE`), as on AWS. Each row: {} fresh environments, the variants of a request \
+         interleaved; medians. \"Init\" is the emulator's `INIT REPORT`; \"first\" and \"steady\" are \
+         invocations without init (`INVOKE RTDONE`; steady: the median of the {STEADY} after the first); \
+         \"cold\" is what a caller waits for at an on-demand cold start, init and first invocation, \
+         request to answer. With provisioned concurrency init happens ahead of traffic: \"first\" is \
+         then what the caller waits for. \"Faults\" are the first invocation's minor page faults (the \
+         Arrow worker reports them; the process's, so with `PREWARM=background` they include the \
+         pre-warm thread's), and \"CPU\" the CPU time of the first and of a steady invocation (the \
+         Arrow worker's `run.cpu_ms`, all threads; under a CPU share a wall time also depends on \
+         where the work falls in the quota's 100 ms period, the CPU time does not). \"Handshakes\" count TLS handshakes during the invocations, beyond \
+         the connections opened at init.\n",
+        machine.line(),
+        measured.builds,
+        measured.starts
+    );
+    let _ = writeln!(
+        md,
+        "| function | request | variant | init ms | first ms | steady ms | first / steady | cold ms | faults | CPU ms first / steady | handshakes |"
+    );
+    let _ = writeln!(md, "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+    for row in &measured.rows {
+        let faults = row
+            .starts
+            .iter()
+            .filter_map(|s| s.first_faults)
+            .map(|f| f as f64)
+            .collect::<Vec<_>>();
+        let handshakes: usize = row.starts.iter().map(|s| s.request_handshakes).sum();
+        let cpu: Vec<(f64, f64)> = row.starts.iter().filter_map(|s| s.cpu_ms).collect();
+        let cpu = if cpu.len() == row.starts.len() && !cpu.is_empty() {
+            let of = |pick: fn(&(f64, f64)) -> f64| crate::median(cpu.iter().map(pick).collect());
+            format!("{:.1} / {:.1}", of(|c| c.0), of(|c| c.1))
+        } else {
+            "-".to_owned()
+        };
+        let _ = writeln!(
+            md,
+            "| {} ({} MB) | {}: {} | {} | {:.1} | {:.1} | {:.1} | {:.2} | {:.1} | {} | {cpu} | {handshakes} |",
+            row.function,
+            row.memory_mb,
+            row.size,
+            row.request,
+            row.variant.name,
+            row.median(|s| s.init_ms),
+            row.median(|s| s.first_ms),
+            row.median(|s| s.steady_ms),
+            row.ratio(),
+            row.median(|s| s.cold_ms),
+            if faults.is_empty() {
+                "-".to_owned()
+            } else {
+                format!("{:.0}", crate::median(faults))
+            },
+        );
+    }
+    let _ = writeln!(
+        md,
+        "\nInit against the floor: a hello-world function (`tools/lab/probes/examples/lab_hello.rs`: the \
+         runtime, tokio and the allocator) at the same memory size, same emulator and cgroup. A \
+         function's own init work is its init without the connections it opens ahead of the first \
+         request (that part is moved out of the first invocation, not added); medians over its rows.\n"
+    );
+    let _ = writeln!(
+        md,
+        "| function | memory MB | hello-world init ms | init as shipped ms | init without connections ms | own work above floor ms |"
+    );
+    let _ = writeln!(md, "|---|---:|---:|---:|---:|---:|");
+    for floor in &measured.floors {
+        let init = |variant: &str| {
+            let all: Vec<f64> = measured
+                .rows
+                .iter()
+                .filter(|r| r.function == floor.function && r.variant.name == variant)
+                .flat_map(|r| r.starts.iter().map(|s| s.init_ms))
+                .collect();
+            (!all.is_empty()).then(|| crate::median(all))
+        };
+        let shipped = init(SHIPPED.name);
+        let own = init(NO_CONNECTIONS.name).or(shipped);
+        let cell = |v: Option<f64>| v.map_or_else(|| "-".to_owned(), |v| format!("{v:.1}"));
+        let _ = writeln!(
+            md,
+            "| {} | {} | {:.1} | {} | {} | {} |",
+            floor.function,
+            floor.memory_mb,
+            floor.init_ms,
+            cell(shipped),
+            cell(init(NO_CONNECTIONS.name)),
+            cell(own.map(|v| v - floor.init_ms)),
+        );
+    }
+    tls_table(&mut md, &measured.tls);
+    let _ = writeln!(md, "\n{}", SECTION.1);
+    md
+}
+
+/// The TLS client's cold cost, per crypto provider and roots.
+fn tls_table(md: &mut String, rows: &[tls::Row]) {
+    let Some(first) = rows.first() else { return };
+    let _ = writeln!(
+        md,
+        "\nThe TLS client's cold cost, which chose the functions' crypto provider: the \
+         `tools/lab/probes/examples/lab_tls.rs` probe as a function at {} MB (its CPU share), in a fresh \
+         environment each time ({} per variant, interleaved; medians): the SDK's configuration and a \
+         DynamoDB client on rustls with the provider, then two `DescribeTable` calls to DynamoDB \
+         Local behind the TLS front: the first opens the connection (TCP and the TLS handshake, the \
+         certificate checked against the roots loaded), the second reuses it. Under a CPU share a \
+         call's wall time also depends on where it falls in the quota's 100 ms period (a call that \
+         outruns the share waits for the next one), so the first call's CPU time (all threads) is \
+         given too: what it costs at any share. System roots: the machine's bundle \
+         (`/etc/ssl/certs`, as a function loads its system's) plus the run's authority.\n",
+        first.memory_mb,
+        first.client_ms.len()
+    );
+    let _ = writeln!(
+        md,
+        "| crypto provider | roots | SDK config and client ms | first call ms | first call CPU ms | second call ms |"
+    );
+    let _ = writeln!(md, "|---|---|---:|---:|---:|---:|");
+    for row in rows {
+        let provider = match row.variant.provider {
+            "ring" => "ring (shipped)",
+            _ => "aws-lc (the SDK's default)",
+        };
+        let roots = if row.variant.system_roots {
+            "system and the run's authority"
+        } else {
+            "the run's authority only"
+        };
+        let _ = writeln!(
+            md,
+            "| {provider} | {roots} | {:.1} | {:.1} | {:.1} | {:.1} |",
+            crate::median(row.client_ms.clone()),
+            crate::median(row.first_call_ms.clone()),
+            crate::median(row.first_call_cpu_ms.clone()),
+            crate::median(row.second_call_ms.clone()),
+        );
+    }
+}
+
+/// The report in `dir`, if [`rewrite`] can replace this section.
+pub fn rewritable(dir: &Path) -> Result<String, String> {
+    splice::rewritable(dir, &[SECTION])
+}
+
+/// Replace this section of the report in `dir`.
+pub fn rewrite(dir: &Path, measured: &Measured, machine: &Machine) -> Result<(), String> {
+    splice::rewrite(dir, &[(SECTION, section(measured, machine))])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::first_invocation::{Floor, Row, Start};
+
+    #[test]
+    fn rows_floors_and_missing_figures() {
+        let start = |first_ms| Start {
+            init_ms: 10.0,
+            first_ms,
+            steady_ms: 5.0,
+            cold_ms: 20.0,
+            request_handshakes: 0,
+            first_faults: None,
+            cpu_ms: None,
+        };
+        let measured = FirstInvocation {
+            rows: vec![Row {
+                function: "F".into(),
+                memory_mb: 256,
+                size: "typical",
+                request: "a batch".into(),
+                variant: SHIPPED,
+                starts: vec![start(6.0), start(7.0), start(8.0)],
+            }],
+            floors: vec![Floor {
+                function: "F".into(),
+                memory_mb: 256,
+                init_ms: 8.0,
+            }],
+            starts: 3,
+            builds: "release",
+            tls: vec![tls::Row {
+                variant: tls::VARIANTS[1],
+                memory_mb: 256,
+                client_ms: vec![1.0, 2.0, 30.0],
+                first_call_ms: vec![170.0, 180.0, 160.0],
+                first_call_cpu_ms: vec![20.0],
+                second_call_ms: vec![1.5],
+            }],
+        };
+        let md = section(&Ok(measured), &Machine::here());
+        assert!(
+            md.contains(
+                "| F (256 MB) | typical: a batch | as shipped | 10.0 | 7.0 | 5.0 | 1.40 | 20.0 | - | - | 0 |"
+            ),
+            "{md}"
+        );
+        assert!(md.contains("| F | 256 | 8.0 | 10.0 | - | 2.0 |"), "{md}");
+        assert!(
+            md.contains(
+                "| aws-lc (the SDK's default) | system and the run's authority | 2.0 | 170.0 | 20.0 | 1.5 |"
+            ),
+            "{md}"
+        );
+        assert!(md.starts_with(SECTION.0) && md.trim_end().ends_with(SECTION.1));
+        let skipped = section(&Err("no limits".into()), &Machine::here());
+        assert!(skipped.contains("Not measured: no limits."), "{skipped}");
+    }
+}

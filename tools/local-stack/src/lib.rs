@@ -1,0 +1,49 @@
+//! The Docker-free local AWS the end-to-end suite, `cargo xtask run` and the
+//! lab run the application on: `template.yaml` read as AWS would read it, the
+//! functions under the Lambda runtime interface emulator, DynamoDB Local,
+//! ElasticMQ, moto (Step Functions and S3), the SQS event source mapping, the
+//! pinned tools that provide them, and the process groups and loopback ports
+//! they run on.
+
+pub mod cgroup;
+pub mod checkov;
+pub mod dynamodb_local;
+pub mod elasticmq;
+pub mod emulator;
+pub mod event_source;
+pub mod events;
+pub mod lambda_api;
+pub mod lambda_rules;
+pub mod least_privilege;
+pub mod local_aws;
+pub mod moto;
+pub mod pool;
+pub mod process;
+pub mod runner;
+pub mod sam;
+pub mod sam_local;
+pub mod schedule;
+pub mod step_functions;
+pub mod template;
+pub mod tls_front;
+pub mod tools;
+
+use std::path::PathBuf;
+
+/// `cargo`, the one running this command if any, in the workspace root.
+pub fn cargo() -> std::process::Command {
+    let mut command =
+        std::process::Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    command.current_dir(workspace_root());
+    command
+}
+
+/// The workspace root (where `template.yaml` lives): this crate is
+/// `tools/local-stack/` in it.
+pub fn workspace_root() -> PathBuf {
+    let manifest_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    manifest_dir
+        .ancestors()
+        .nth(2)
+        .map_or(manifest_dir.clone(), PathBuf::from)
+}
