@@ -3,7 +3,6 @@
 
 use crate::command::{cargo, package, run};
 use crate::{init_check, sam};
-use std::process::Command;
 use std::time::Instant;
 
 /// Where [`sam_build_check`] builds.
