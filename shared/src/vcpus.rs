@@ -117,6 +117,13 @@ pub fn lambda_share(memory_mb: u64) -> Option<usize> {
         .then(|| usize::try_from(share).map_or(MAX_LAMBDA_VCPUS, |s| s.min(MAX_LAMBDA_VCPUS)))
 }
 
+/// The CPU time Lambda gives a function of `memory_mb` in each `period_us`
+/// microseconds (one vCPU's worth per [`MB_PER_VCPU`], rounded up to the
+/// microsecond): the quota a local stack gives a function to behave like it.
+pub fn cpu_time_per_period(memory_mb: u64, period_us: u64) -> u64 {
+    memory_mb.saturating_mul(period_us).div_ceil(MB_PER_VCPU)
+}
+
 /// Whole CPUs allowed by a quota of `quota` per `period` (rounded up, at least 1).
 fn cpus_for_quota(quota: u64, period: u64) -> usize {
     usize::try_from(quota.div_ceil(period).max(1)).unwrap_or(usize::MAX)

@@ -28,6 +28,9 @@ pub fn functions() -> Vec<String> {
         .collect()
 }
 
+/// The variable naming a `sam build` folder whose bootstraps [`binary`] uses.
+pub const BOOTSTRAPS: &str = "E2E_BOOTSTRAPS";
+
 /// The debug build of function `name` (the suite tests behaviour, not speed).
 ///
 /// Built once per test process by `cargo test --workspace --no-run`: the very
@@ -36,8 +39,21 @@ pub fn functions() -> Vec<String> {
 /// would resolve features for NAME alone and rebuild much of the dependency
 /// tree). Cheap when everything is up to date; after `cargo test -p e2e` alone,
 /// the first call compiles the rest of the workspace's tests once.
+///
+/// With `E2E_BOOTSTRAPS` set to a `sam build` folder, a function of the
+/// template is that build's `bootstrap` instead (the suite runs the sam-built
+/// functions of a scratch copy this way).
 pub fn binary(name: &str) -> PathBuf {
     static BUILT: OnceLock<()> = OnceLock::new();
+    if let Some(built) = std::env::var_os(BOOTSTRAPS)
+        && let Ok(function) = template().function(name)
+    {
+        let path = PathBuf::from(built)
+            .join(&function.logical_id)
+            .join("bootstrap");
+        assert!(path.is_file(), "no bootstrap {}", path.display());
+        return path;
+    }
     let root = workspace_root();
     BUILT.get_or_init(|| {
         let status = std::process::Command::new(env!("CARGO"))
@@ -174,7 +190,8 @@ pub fn mib(bytes: u64) -> f64 {
     bytes as f64 / f64::from(1 << 20)
 }
 
-/// The sample events of a function: every file in `events/<name>/`.
+/// The sample events of a function: every event in `events/<name>/` (each
+/// with its expectation beside it, see `local_stack::events::samples`).
 pub fn events(name: &str) -> Vec<(PathBuf, String)> {
     local_stack::events::of(name).unwrap_or_else(|e| panic!("{e}"))
 }

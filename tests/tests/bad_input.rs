@@ -17,8 +17,8 @@ use order_processor::error::RecordFailure;
 use order_processor::handler::{BatchReport, Handler, Outcome};
 use order_processor::order::Order;
 use order_processor::store::StoreError;
-use password_hasher::config::Limits;
-use password_hasher::hashing::Estimator;
+use password_hasher::calibration::Estimator;
+use password_hasher::config::Config as HasherConfig;
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 use shared::invocation::Deadline;
@@ -441,15 +441,15 @@ async fn order_processor_answers_the_largest_batch_inside_the_response_limit() {
 
 // ------------------------------------------------------------ password hasher
 
-async fn hasher(limits: Limits) -> password_hasher::handler::Handler {
+async fn hasher(limits: HasherConfig) -> password_hasher::handler::Handler {
     let env = template_env("password-hasher");
     let init = shared::Init::decide(&env.as_slice()).expect("init");
     let estimator = Estimator::calibrate().await.expect("calibration");
     password_hasher::handler::Handler::new(init, limits, estimator)
 }
 
-fn template_limits() -> Limits {
-    Limits::from_env(&template_env("password-hasher").as_slice()).expect("limits")
+fn template_limits() -> HasherConfig {
+    HasherConfig::from_env(&template_env("password-hasher").as_slice()).expect("limits")
 }
 
 fn hasher_timeout() -> u64 {
@@ -472,7 +472,7 @@ fn raw(payload: &Value) -> Box<RawValue> {
     serde_json::value::to_raw_value(payload).expect("JSON")
 }
 
-fn generate_hasher_request(spec: &Value, limits: &Limits) -> Vec<u8> {
+fn generate_hasher_request(spec: &Value, limits: &HasherConfig) -> Vec<u8> {
     let n = |key: &str| size(spec, key, &[("BATCH_LIMIT", limits.batch)]);
     let request = match spec["generate"].as_str() {
         Some("nested_arrays") => {
@@ -645,9 +645,9 @@ async fn password_hasher_corpus() {
 /// and refused with a clear error.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn password_hasher_answers_stay_inside_the_response_limit() {
-    let largest = Limits::from_env(&[("BATCH_LIMIT", "10000")]).expect("the largest batch");
+    let largest = HasherConfig::from_env(&[("BATCH_LIMIT", "10000")]).expect("the largest batch");
     assert!(
-        Limits::from_env(&[("BATCH_LIMIT", "10001")]).is_err(),
+        HasherConfig::from_env(&[("BATCH_LIMIT", "10001")]).is_err(),
         "BATCH_LIMIT is at most 10,000"
     );
     let hasher = hasher(largest).await;

@@ -2,67 +2,64 @@
 //! the memory size, timeout and environment `template.yaml` declares.
 
 use e2e::{
-    LocalAnalytics, LocalDynamoDb, events, file_name, functions, init_duration_ms, json_lines,
-    start, stored_hashes,
+    LocalAnalytics, LocalDynamoDb, events, functions, init_duration_ms, json_lines, start,
+    stored_hashes,
 };
+use local_stack::events::Sample;
+use local_stack::expectations::{self, Context, Report};
 use order_processor::order::ValidOrder;
 use serde_json::Value;
 use std::collections::BTreeMap;
 
+/// Every sample event of every function, its answer checked against the
+/// expectation beside it ([`expectations::check`]), then where the suite
+/// knows more ([`check_more`]); after SQS batches of orders, the orders table
+/// holds exactly the orders their expectations say.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_sample_event_is_answered_by_its_function() {
-    let event_dirs: Vec<_> = std::fs::read_dir(e2e::workspace_root().join("events"))
-        .expect("events/")
-        .filter_map(Result::ok)
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .collect();
-    // Every function of the template, the order processor first: the Arrow
-    // worker reports on the orders it stored.
-    let mut names = functions();
-    names.sort_by_key(|name| name != "order-processor");
-    for dir in &event_dirs {
-        assert!(names.contains(dir), "events/{dir} names no function");
+    let names = functions();
+    let entries = std::fs::read_dir(e2e::workspace_root().join("events")).expect("events/");
+    for dir in entries.filter_map(Result::ok).filter(|e| e.path().is_dir()) {
+        let dir = dir.file_name().to_string_lossy().into_owned();
+        assert!(names.contains(&dir), "events/{dir} names no function");
     }
+    // Every function of the template with its samples, those with reports
+    // last: they report on the orders the others stored.
+    let mut all: Vec<(String, Vec<Sample>)> = names
+        .into_iter()
+        .map(|name| {
+            let samples = local_stack::events::samples(&name).unwrap_or_else(|e| panic!("{e}"));
+            (name, samples)
+        })
+        .collect();
+    all.sort_by_key(|(_, samples)| samples.iter().any(|s| s.expect.report.is_some()));
     let dynamodb = LocalDynamoDb::start().await;
-    // The orders the order processor stored, which the Arrow worker reports on.
+    // The orders stored so far, which reports cover.
     let mut written = Vec::new();
-    for name in names.iter().map(String::as_str) {
-        let env = dynamodb.env();
-        let emulator = start(name, &env);
-        let samples = events(name);
+    for (name, samples) in &all {
+        let emulator = start(name, &dynamodb.env());
         assert!(!samples.is_empty(), "events/{name}/ has no sample event");
-        for (path, payload) in samples {
-            let answer = emulator.invoke(&payload).expect("invoke");
-            assert_eq!(
-                answer.status,
-                200,
-                "{name} {}: {}",
-                file_name(&path),
-                answer.body
-            );
+        for sample in samples {
+            let file = sample.file_name();
+            let answer = emulator.invoke(&sample.text).expect("invoke");
+            assert_eq!(answer.status, 200, "{name} {file}: {}", answer.body);
             let body = answer.json().expect("JSON answer");
-            assert!(
-                body.get("errorType").is_none(),
-                "{name} {}: {body}",
-                file_name(&path)
-            );
-            check_answer(name, &payload, &body, &written);
+            let logs = emulator.logs();
+            // No ElasticMQ here: the dead-letter queue cannot be reached, so
+            // invalid records are reported failed.
+            let context = Context {
+                stored_orders: written.len(),
+                dead_letter_queue: false,
+                output: &logs,
+            };
+            if let Err(e) = expectations::check(&sample.expect, &sample.event, &body, &context) {
+                panic!("{name} {file}: {e}");
+            }
+            let inner = expectations::answer_json(&sample.expect, &body).expect("checked");
+            check_more(name, sample, &inner, &written);
         }
-        if name == "order-processor" {
-            let stored = stored_hashes(&dynamodb.server.client(), "OrdersTable").await;
-            let ids: Vec<_> = stored.keys().map(String::as_str).collect();
-            assert_eq!(ids, local_stack::events::STORED_ORDERS);
-            written = sample_orders()
-                .into_iter()
-                .filter(|o| stored.get(&o.order.order_id) == Some(&o.hash_hex()))
-                .collect();
-            written.sort_by(|a, b| a.order.order_id.cmp(&b.order.order_id));
-            written.dedup_by(|a, b| a.order.order_id == b.order.order_id);
-            assert_eq!(
-                written.len(),
-                stored.len(),
-                "every stored order is a sample"
-            );
+        if samples.iter().any(|s| s.expect.invalid_records.is_some()) {
+            written = stored_orders(name, &dynamodb).await;
         }
         let logs = emulator.logs();
         match init_duration_ms(&logs) {
@@ -72,9 +69,32 @@ async fn every_sample_event_is_answered_by_its_function() {
     }
 }
 
-/// Every valid order in the order processor's sample events.
-fn sample_orders() -> Vec<ValidOrder> {
-    events("order-processor")
+/// The orders table after the SQS batch samples of `name`: exactly the
+/// orders their expectations leave stored (without a dead-letter queue),
+/// each a valid order of the samples with its content hash; sorted by id.
+async fn stored_orders(name: &str, dynamodb: &LocalDynamoDb) -> Vec<ValidOrder> {
+    let stored = stored_hashes(&dynamodb.server.client(), "OrdersTable").await;
+    let ids: Vec<&str> = stored.keys().map(String::as_str).collect();
+    let expected =
+        local_stack::events::stored_orders(name, false).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(ids, expected, "OrdersTable after the samples of {name}");
+    let mut written: Vec<ValidOrder> = sample_orders(name)
+        .into_iter()
+        .filter(|o| stored.get(&o.order.order_id) == Some(&o.hash_hex()))
+        .collect();
+    written.sort_by(|a, b| a.order.order_id.cmp(&b.order.order_id));
+    written.dedup_by(|a, b| a.order.order_id == b.order.order_id);
+    assert_eq!(
+        written.len(),
+        stored.len(),
+        "every stored order is a sample"
+    );
+    written
+}
+
+/// Every valid order in the SQS batch samples of `name`.
+fn sample_orders(name: &str) -> Vec<ValidOrder> {
+    events(name)
         .into_iter()
         .flat_map(|(_, text)| {
             let event: Value = serde_json::from_str(&text).expect("event JSON");
@@ -117,132 +137,70 @@ fn utc_day(ms: i64) -> String {
     at.date().to_string()
 }
 
-/// What each function's answer must contain for its sample events; the Arrow
-/// worker's reports must match `written`, the orders stored before.
-fn check_answer(name: &str, payload: &str, body: &Value, written: &[ValidOrder]) {
-    let event: Value = serde_json::from_str(payload).expect("event JSON");
-    match name {
-        "order-processor" => {
-            // Exactly the invalid orders fail, and in a FIFO group everything after them.
-            let mut failed_groups = Vec::new();
-            let mut expected = Vec::new();
-            for record in event["Records"].as_array().expect("Records") {
-                let group = record["attributes"]["MessageGroupId"].as_str();
-                let body = record["body"].as_str().unwrap_or_default();
-                let blocked = group.is_some_and(|g| failed_groups.contains(&g));
-                if blocked || order_processor::order::parse(body).is_err() {
-                    expected.push(record["messageId"].clone());
-                    failed_groups.extend(group);
-                }
-            }
-            let failed: Vec<_> = body["batchItemFailures"]
-                .as_array()
-                .expect("batchItemFailures")
-                .iter()
-                .map(|f| f["itemIdentifier"].clone())
-                .collect();
-            assert_eq!(failed, expected, "answer: {body}");
-        }
-        "password-hasher" => {
-            // A Function URL event gets an HTTP answer wrapping the same JSON.
-            let (request, answer) = if event.get("requestContext").is_some() {
-                assert_eq!(body["statusCode"], 200, "{body}");
-                let inner = |v: &Value| {
-                    serde_json::from_str::<Value>(v.as_str().unwrap_or_default())
-                        .expect("JSON body")
-                };
-                (inner(&event["body"]), inner(&body["body"]))
-            } else {
-                (event.clone(), body.clone())
-            };
-            // 3,538 MB in the template: two vCPUs' worth, capped by this machine.
-            let available = std::thread::available_parallelism().map_or(1, usize::from);
-            assert_eq!(answer["workers"], Value::from(available.min(2)), "{answer}");
-            assert!(answer["duration_ms"].as_f64().is_some(), "{answer}");
-            assert!(
-                answer["memory"]["rss_bytes"].as_u64().unwrap_or(0) > 0,
-                "{answer}"
-            );
-            match request["operation"].as_str() {
-                Some("hash") => {
-                    let hashes = answer["hashes"].as_array().expect("hashes");
-                    assert_eq!(
-                        hashes.len(),
-                        request["passwords"].as_array().map_or(0, Vec::len)
-                    );
-                    assert!(
-                        hashes
-                            .iter()
-                            .all(|h| h.as_str().is_some_and(|h| h.starts_with("$2b$")))
-                    );
-                }
-                Some("verify") => {
-                    // The sample pairs: right password, wrong password, malformed hash.
-                    let expected = serde_json::json!([{"valid": true}, {"valid": false}, {"error": "malformed bcrypt hash"}]);
-                    assert_eq!(answer["results"], expected);
-                }
-                other => panic!("unexpected operation {other:?}"),
-            }
-            assert_no_password(&request, &body.to_string());
-        }
-        "arrow-worker" => {
-            // The order processor stored 6 orders before: every event reports
-            // on them, group by group; the daily report reads only that day's
-            // (through the day index).
-            let day = match event["operation"].as_str() {
-                Some("daily_report") => {
-                    assert_eq!(body["report_id"], "daily/2026-11-20", "{body}");
-                    Some("2026-11-20")
-                }
-                _ => {
-                    assert_eq!(body["rows"]["scanned"], written.len(), "{body}");
-                    None
-                }
-            };
-            let matched = written
-                .iter()
-                .filter(|o| day.is_none_or(|d| utc_day(o.created_at_ms) == d));
-            let group_by = body["query"]["group_by"].as_str().expect("query.group_by");
-            let expected = reference_groups(matched, group_by);
-            let reported: BTreeMap<(String, String), (u64, u64)> = body["groups"]
-                .as_array()
-                .expect("groups")
-                .iter()
-                .flat_map(|g| {
-                    let key = g["key"].as_str().expect("key");
-                    g["money"].as_array().expect("money").iter().map(move |m| {
-                        let currency = m["currency"].as_str().expect("currency");
-                        let count = m["count"].as_u64().expect("count");
-                        let sum = m["total_cents"]["sum"].as_u64().expect("sum");
-                        ((key.to_owned(), currency.to_owned()), (count, sum))
-                    })
-                })
-                .collect();
-            assert_eq!(reported, expected, "{body}");
-            let matched: u64 = expected.values().map(|(count, _)| count).sum();
-            assert_eq!(body["rows"]["matched"], matched, "{body}");
-            if day.is_some() {
-                assert_eq!(matched, 4, "orders of 2026-11-20: {body}");
-                assert_eq!(
-                    body["rows"]["scanned"], matched,
-                    "only the day read: {body}"
-                );
-            }
-            if event.get("segment").is_some() {
-                assert_eq!(body["segment"]["segment"], event["segment"], "{body}");
-                assert_eq!(body["segment"]["total_segments"], event["total_segments"]);
-            }
-            // An on-demand cold start (what the local stack's environments
-            // are, as Lambda's without provisioned concurrency): no pre-warm.
-            assert_eq!(body["run"]["prewarmed"], false, "{body}");
-        }
-        other => panic!("no expectations for {other}"),
+/// What the suite checks of `answer` (the JSON of an HTTP answer's body) to
+/// `sample` of `name` beyond its expectation, knowing the machine and the
+/// stored orders: a function that reports its workers uses the vCPUs of its
+/// memory size, capped by this machine; no on-demand cold start pre-warms; a
+/// report's groups are what the stored orders `written` give without Arrow.
+fn check_more(name: &str, sample: &Sample, answer: &Value, written: &[ValidOrder]) {
+    if let Some(workers) = answer.get("workers") {
+        let memory_mb = u64::from(e2e::function(name).memory_mb);
+        let share = shared::vcpus::lambda_share(memory_mb).expect("a memory size with a share");
+        let available = std::thread::available_parallelism().map_or(1, usize::from);
+        assert_eq!(*workers, Value::from(share.min(available)), "{answer}");
+        assert!(answer["duration_ms"].as_f64().is_some(), "{answer}");
+        assert!(
+            answer["memory"]["rss_bytes"].as_u64().unwrap_or(0) > 0,
+            "{answer}"
+        );
     }
+    // The local stack's environments start on demand, as Lambda's without
+    // provisioned concurrency.
+    if let Some(prewarmed) = answer["run"].get("prewarmed") {
+        assert_eq!(*prewarmed, false, "{answer}");
+    }
+    if let Some(report) = sample.expect.report {
+        check_report_groups(report, &sample.event, answer, written);
+    }
+}
+
+/// The groups of a report are the reference of `written` (all of them, or
+/// with `day_only` those of the event's `day`), which is not empty.
+fn check_report_groups(report: Report, event: &Value, answer: &Value, written: &[ValidOrder]) {
+    let day = match report {
+        Report::AllStoredOrders => None,
+        Report::DayOnly => Some(event["day"].as_str().expect("the event's day")),
+    };
+    let matched = written
+        .iter()
+        .filter(|o| day.is_none_or(|d| utc_day(o.created_at_ms) == d));
+    let group_by = answer["query"]["group_by"]
+        .as_str()
+        .expect("query.group_by");
+    let expected = reference_groups(matched, group_by);
+    assert!(!expected.is_empty(), "a report on no order: {answer}");
+    let reported: BTreeMap<(String, String), (u64, u64)> = answer["groups"]
+        .as_array()
+        .expect("groups")
+        .iter()
+        .flat_map(|g| {
+            let key = g["key"].as_str().expect("key");
+            g["money"].as_array().expect("money").iter().map(move |m| {
+                let currency = m["currency"].as_str().expect("currency");
+                let count = m["count"].as_u64().expect("count");
+                let sum = m["total_cents"]["sum"].as_u64().expect("sum");
+                ((key.to_owned(), currency.to_owned()), (count, sum))
+            })
+        })
+        .collect();
+    assert_eq!(reported, expected, "{answer}");
+    let matched: u64 = expected.values().map(|(count, _)| count).sum();
+    assert_eq!(answer["rows"]["matched"], matched, "{answer}");
 }
 
 /// No password of `request` appears in `text`.
 fn assert_no_password(request: &Value, text: &str) {
-    if let Err(e) = local_stack::sam_local::no_password_in(request, text) {
+    if let Err(e) = expectations::no_password_in(request, text) {
         panic!("{e}: {text}");
     }
 }
@@ -369,7 +327,6 @@ fn a_bad_setting_ends_cold_start_with_one_clear_line() {
 #[test]
 fn functions_detect_the_cpu_share_of_their_memory_size() {
     use local_stack::cgroup;
-    assert_eq!(cgroup::MB_PER_VCPU, shared::vcpus::MB_PER_VCPU);
     if let Err(why) = cgroup::enforced() {
         eprintln!("skipped: limits are not enforced: {why}");
         return;

@@ -28,9 +28,10 @@ use e2e::{
 use local_stack::dynamodb_local::DynamoDbLocal;
 use local_stack::elasticmq::{LocalQueue, depth, take_all};
 use local_stack::emulator::{Emulator, Invocation};
-use local_stack::event_source::EventSource;
+use local_stack::event_source::{EventSource, Totals};
 use local_stack::local_aws::function_env;
 use local_stack::process;
+use local_stack::template::SqsSource;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io::{BufRead, BufReader, Write};
@@ -75,21 +76,12 @@ async fn dynamodb_killed_and_restarted_during_5000_messages_loses_and_duplicates
     let (orders, dead_letters, receives) = queues.with_dead_letters(&source);
     let servers_up = began.elapsed();
 
-    let valid: Vec<String> = (0..RUN_VALID)
-        .chain((0..RUN_DUPLICATES).map(|n| n * 7))
-        .map(body)
-        .collect();
-    let invalid = invalid_bodies(RUN_INVALID_ROUNDS);
-    // The invalid bodies among the first 1,000 messages.
-    let bodies = mixed(valid, &invalid, 1_000);
-    assert_eq!(bodies.len(), 5_000);
+    let (bodies, invalid) = run_bodies();
     queues.send_all(orders, &bodies).await;
     let sent = began.elapsed();
 
-    let env: Vec<(String, String)> = servers_env(&dynamodb, &queues)
-        .into_iter()
-        .map(|(k, v)| (k.to_owned(), v.to_owned()))
-        .collect();
+    // Owned: the DynamoDB Local server moves to the outage's thread below.
+    let env = owned(servers_env(&dynamodb, &queues));
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     let emulator = start("order-processor", &env);
     let ledger = Ledger::default();
@@ -100,13 +92,8 @@ async fn dynamodb_killed_and_restarted_during_5000_messages_loses_and_duplicates
         DOWN_FOR,
     );
     let drain_began = Instant::now();
-    let totals = EventSource::new(&queues.client, orders, &source)
-        .drain(
-            Instant::now() + Duration::from_secs(300),
-            &ledger.invoke(&emulator),
-        )
-        .await
-        .unwrap_or_else(|e| panic!("{e}\n{}", emulator.logs()));
+    let limit = Duration::from_secs(300);
+    let totals = drain(&queues, orders, &source, &emulator, &ledger, limit).await;
     let drained_in = drain_began.elapsed();
     assert_within_memory_limit(&emulator, "order processor, 5,000 messages");
     let (server, window) = outage.finish();
@@ -158,6 +145,43 @@ async fn dynamodb_killed_and_restarted_during_5000_messages_loses_and_duplicates
     eprintln!("whole scenario: {:.1} s", began.elapsed().as_secs_f64());
 }
 
+/// Drain `orders` through the event source mapping of `source` into the
+/// function, every answer recorded in `ledger`, within `limit`.
+async fn drain(
+    queues: &LocalQueues,
+    orders: &LocalQueue,
+    source: &SqsSource,
+    emulator: &Emulator,
+    ledger: &Ledger,
+    limit: Duration,
+) -> Totals {
+    EventSource::new(&queues.client, orders, source)
+        .drain(Instant::now() + limit, &ledger.invoke(emulator))
+        .await
+        .unwrap_or_else(|e| panic!("{e}\n{}", emulator.logs()))
+}
+
+/// The 5,000 bodies of the restart scenario, shuffled, and the invalid ones
+/// among them (spread over the first 1,000).
+fn run_bodies() -> (Vec<String>, Vec<String>) {
+    let valid: Vec<String> = (0..RUN_VALID)
+        .chain((0..RUN_DUPLICATES).map(|n| n * 7))
+        .map(body)
+        .collect();
+    let invalid = invalid_bodies(RUN_INVALID_ROUNDS);
+    // The invalid bodies among the first 1,000 messages.
+    let bodies = mixed(valid, &invalid, 1_000);
+    assert_eq!(bodies.len(), 5_000);
+    (bodies, invalid)
+}
+
+/// `env` as owned text.
+fn owned(env: Vec<(&str, &str)>) -> Vec<(String, String)> {
+    env.into_iter()
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect()
+}
+
 /// The function timeout set in the emulator for the silent-DynamoDB scenario.
 const TIMEOUT_S: u32 = 2;
 
@@ -171,14 +195,7 @@ const TIMEOUT_S: u32 = 2;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dynamodb_that_never_answers_fails_every_record_before_the_function_timeout() {
     let source = order_source(&template());
-    // Listening, never accepting: the kernel completes each connection and
-    // queues the request, so the function's client waits for an answer that
-    // never comes (no refusal, no reset).
-    let black_hole = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).expect("listener");
-    let endpoint = format!(
-        "http://{}",
-        black_hole.local_addr().expect("listener address")
-    );
+    let (_black_hole, endpoint) = black_hole();
     let queues = LocalQueues::start(1).await;
     let (orders, dead_letters, _) = queues.with_dead_letters(&source);
     let garbage = "{not json".to_owned();
@@ -191,18 +208,7 @@ async fn a_dynamodb_that_never_answers_fails_every_record_before_the_function_ti
     // invocation's deadline and stops a function that overruns.
     env.push(("AWS_LAMBDA_FUNCTION_TIMEOUT", &timeout));
     let emulator = start("order-processor", &env);
-    // The emulator counts a cold start against the timeout too: an init that
-    // overruns it (seen once on a loaded machine) is stopped like a frozen
-    // function below. Start the function with an empty batch, which needs no
-    // DynamoDB, so that what follows is the handler against its deadline.
-    let started = (0..3).any(|_| {
-        emulator.invoke(r#"{"Records":[]}"#).is_ok_and(|answer| {
-            answer
-                .json()
-                .is_ok_and(|json| json.get("errorType").is_none())
-        })
-    });
-    assert!(started, "no init within {TIMEOUT_S} s: {}", emulator.logs());
+    assert_initialised_within_the_timeout(&emulator);
 
     let mapping = EventSource::new(&queues.client, orders, &source);
     let seen: Mutex<Vec<(Value, Invocation)>> = Mutex::default();
@@ -227,6 +233,67 @@ async fn a_dynamodb_that_never_answers_fails_every_record_before_the_function_ti
     assert!(delivery.received > 0, "{delivery:?}");
     assert!(!delivery.whole_batch_failed, "{delivery:?}");
     let (event, answer) = lock(&seen).pop().expect("an invocation");
+    let (order_ids, garbage_ids) = orders_and_garbage(&event, &garbage);
+    assert_eq!(delivery.deleted, garbage_ids.len(), "{delivery:?}");
+    assert_eq!(
+        failed_ids(&answer.json().expect("a batch response")),
+        order_ids,
+        "every order reported failed"
+    );
+    assert_failed_for_their_reasons(&emulator.logs(), &order_ids, &garbage_ids);
+    let dead = dead_letter_bodies(&queues, dead_letters).await;
+    assert_eq!(dead.len(), garbage_ids.len(), "{dead:?}");
+    assert!(dead.iter().all(|body| *body == garbage), "{dead:?}");
+
+    // A frozen function (SIGSTOP): the emulator stops it at the timeout and
+    // answers something that is not a batch response: the whole batch fails.
+    freeze(&emulator);
+    let delivery = mapping
+        .poll_once(Duration::from_secs(5), &invoke)
+        .await
+        .expect("poll");
+    assert!(delivery.received > 0, "{delivery:?}");
+    assert_eq!(delivery.deleted, 0, "{delivery:?}");
+    assert!(delivery.whole_batch_failed, "{delivery:?}");
+    let (_, answer) = lock(&seen).pop().expect("an invocation");
+    assert!(answer.body.contains("Task timed out"), "{}", answer.body);
+    assert_eq!(
+        depth(&queues.client, &orders.url).await.expect("depth"),
+        (bodies.len() - garbage_ids.len()) as u64,
+        "no order was acknowledged"
+    );
+}
+
+/// A listener that never accepts, and its endpoint: the kernel completes
+/// each connection and queues the request, so the function's client waits
+/// for an answer that never comes (no refusal, no reset).
+fn black_hole() -> (TcpListener, String) {
+    let black_hole = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).expect("listener");
+    let endpoint = format!(
+        "http://{}",
+        black_hole.local_addr().expect("listener address")
+    );
+    (black_hole, endpoint)
+}
+
+/// The emulator counts a cold start against the timeout too: an init that
+/// overruns it (seen once on a loaded machine) is stopped like a frozen
+/// function. Start the function with an empty batch, which needs no
+/// DynamoDB, so that what follows is the handler against its deadline.
+fn assert_initialised_within_the_timeout(emulator: &Emulator) {
+    let started = (0..3).any(|_| {
+        emulator.invoke(r#"{"Records":[]}"#).is_ok_and(|answer| {
+            answer
+                .json()
+                .is_ok_and(|json| json.get("errorType").is_none())
+        })
+    });
+    assert!(started, "no init within {TIMEOUT_S} s: {}", emulator.logs());
+}
+
+/// The message ids of a batch `event`: of the orders, and of the records
+/// whose body is `garbage`.
+fn orders_and_garbage(event: &Value, garbage: &str) -> (BTreeSet<String>, BTreeSet<String>) {
     let records: BTreeMap<String, String> = event["Records"]
         .as_array()
         .expect("records")
@@ -246,17 +313,18 @@ async fn a_dynamodb_that_never_answers_fails_every_record_before_the_function_ti
         .filter(|id| !garbage_ids.contains(*id))
         .cloned()
         .collect();
-    assert_eq!(delivery.deleted, garbage_ids.len(), "{delivery:?}");
-    assert_eq!(
-        failed_ids(&answer.json().expect("a batch response")),
-        order_ids,
-        "every order reported failed"
-    );
-    // Each for its reason: the garbage is invalid (and dead-lettered), the
-    // orders timed out.
-    let logs = emulator.logs();
+    (order_ids, garbage_ids)
+}
+
+/// Each record failed for its reason in `logs`: the garbage is invalid (and
+/// dead-lettered), the orders timed out; the function itself never did.
+fn assert_failed_for_their_reasons(
+    logs: &str,
+    order_ids: &BTreeSet<String>,
+    garbage_ids: &BTreeSet<String>,
+) {
     let classes = |message: &str| -> BTreeMap<String, String> {
-        json_lines(&logs)
+        json_lines(logs)
             .iter()
             .filter(|l| l["message"] == message)
             .map(|l| {
@@ -276,29 +344,13 @@ async fn a_dynamodb_that_never_answers_fails_every_record_before_the_function_ti
         .collect();
     assert_eq!(classes("record dead-lettered"), invalid, "{logs}");
     assert!(!logs.contains("Task timed out"), "{logs}");
-    let dead = dead_letter_bodies(&queues, dead_letters).await;
-    assert_eq!(dead.len(), garbage_ids.len(), "{dead:?}");
-    assert!(dead.iter().all(|body| *body == garbage), "{dead:?}");
+}
 
-    // A frozen function (SIGSTOP): the emulator stops it at the timeout and
-    // answers something that is not a batch response: the whole batch fails.
+/// Stop the emulator's one function process (SIGSTOP).
+fn freeze(emulator: &Emulator) {
     let function = process::descendants(emulator.pid());
     assert_eq!(function.len(), 1, "one function process: {function:?}");
     process::signal(function[0], "STOP").unwrap_or_else(|e| panic!("{e}"));
-    let delivery = mapping
-        .poll_once(Duration::from_secs(5), &invoke)
-        .await
-        .expect("poll");
-    assert!(delivery.received > 0, "{delivery:?}");
-    assert_eq!(delivery.deleted, 0, "{delivery:?}");
-    assert!(delivery.whole_batch_failed, "{delivery:?}");
-    let (_, answer) = lock(&seen).pop().expect("an invocation");
-    assert!(answer.body.contains("Task timed out"), "{}", answer.body);
-    assert_eq!(
-        depth(&queues.client, &orders.url).await.expect("depth"),
-        (bodies.len() - garbage_ids.len()) as u64,
-        "no order was acknowledged"
-    );
 }
 
 /// The bodies of every message in the dead-letter queue (taken out).
@@ -347,13 +399,8 @@ async fn throttling_bursts_are_retried_and_every_order_is_stored_once() {
     let emulator = start("order-processor", &env);
     let ledger = Ledger::default();
     let drain_began = Instant::now();
-    let totals = EventSource::new(&queues.client, orders, &source)
-        .drain(
-            Instant::now() + Duration::from_secs(120),
-            &ledger.invoke(&emulator),
-        )
-        .await
-        .unwrap_or_else(|e| panic!("{e}\n{}", emulator.logs()));
+    let limit = Duration::from_secs(120);
+    let totals = drain(&queues, orders, &source, &emulator, &ledger, limit).await;
     let stats = &proxy.stats;
     let provisioned = stats.provisioned.load(Ordering::SeqCst);
     let throttling = stats.throttling.load(Ordering::SeqCst);

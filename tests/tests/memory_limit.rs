@@ -206,15 +206,7 @@ async fn a_leaking_order_processor_is_killed_at_its_limit_and_its_batch_comes_ba
             }
             continue;
         }
-        let (killed, answer, earlier) = {
-            let batches = lock(&batches);
-            let (last, earlier) = batches.split_last().expect("an invocation");
-            let earlier: BTreeSet<String> = earlier
-                .iter()
-                .flat_map(|b| b.records.iter().map(|(_, _, order)| order.clone()))
-                .collect();
-            (last.out_of_memory, last.answer.clone(), earlier)
-        };
+        let (killed, answer, earlier) = last_and_earlier(&lock(&batches));
         if killed {
             assert!(
                 delivery.whole_batch_failed
@@ -235,6 +227,31 @@ async fn a_leaking_order_processor_is_killed_at_its_limit_and_its_batch_comes_ba
     }
 
     let batches = std::mem::take(&mut *lock(&batches));
+    let kills = assert_killed_for_memory(&emulator, &batches);
+    let (earlier, stored) = before_kill.expect("the table was read at the first kill");
+    let missing: Vec<&String> = earlier.difference(&stored).collect();
+    assert!(
+        missing.is_empty(),
+        "orders answered before the kill, not in the table at the kill: {missing:?}"
+    );
+    assert_killed_batches_came_back(&batches, &kills);
+    assert_reconciled(&table, &queues, orders, dead_letters, 0..LEAK_ORDERS, &[]).await;
+}
+
+/// Whether the last invocation was killed for memory, its answer, and the
+/// orders of the invocations before it.
+fn last_and_earlier(batches: &[Batch]) -> (bool, String, BTreeSet<String>) {
+    let (last, earlier) = batches.split_last().expect("an invocation");
+    let earlier: BTreeSet<String> = earlier
+        .iter()
+        .flat_map(|b| b.records.iter().map(|(_, _, order)| order.clone()))
+        .collect();
+    (last.out_of_memory, last.answer.clone(), earlier)
+}
+
+/// The invocations killed for memory (at least one, not the first), each
+/// logged once as out of memory and counted by the cgroup where it counts.
+fn assert_killed_for_memory(emulator: &Emulator, batches: &[Batch]) -> Vec<usize> {
     let kills: Vec<usize> = (0..batches.len())
         .filter(|i| batches[*i].out_of_memory)
         .collect();
@@ -258,13 +275,12 @@ async fn a_leaking_order_processor_is_killed_at_its_limit_and_its_batch_comes_ba
     if let Some(counted) = emulator.oom_kills() {
         assert_eq!(counted, kills.len() as u64, "the cgroup's count");
     }
-    let (earlier, stored) = before_kill.expect("the table was read at the first kill");
-    let missing: Vec<&String> = earlier.difference(&stored).collect();
-    assert!(
-        missing.is_empty(),
-        "orders answered before the kill, not in the table at the kill: {missing:?}"
-    );
-    for &k in &kills {
+    kills
+}
+
+/// Every message of a killed invocation was received again later.
+fn assert_killed_batches_came_back(batches: &[Batch], kills: &[usize]) {
+    for &k in kills {
         for (id, receives, order) in &batches[k].records {
             let again = batches[k + 1..]
                 .iter()
@@ -276,7 +292,6 @@ async fn a_leaking_order_processor_is_killed_at_its_limit_and_its_batch_comes_ba
             );
         }
     }
-    assert_reconciled(&table, &queues, orders, dead_letters, 0..LEAK_ORDERS, &[]).await;
 }
 
 /// Orders in DynamoDB Local for the Arrow worker's aggregation.

@@ -5,10 +5,10 @@
 //! the `OrdersQueueFifo` parameter, on a FIFO queue.
 
 use e2e::{
-    assert_reconciled, expected_hashes, invalid_bodies, json_lines, order_source, servers,
-    servers_env, start, start_from, stored_hashes, template,
+    LocalQueues, assert_reconciled, expected_hashes, invalid_bodies, json_lines, order_source,
+    servers, servers_env, start, start_from, stored_hashes, template,
 };
-use local_stack::elasticmq::{send, take_all};
+use local_stack::elasticmq::{LocalQueue, send, take_all};
 use local_stack::event_source::EventSource;
 use order_processor::dead_letter::attr;
 use std::time::{Duration, Instant};
@@ -85,12 +85,7 @@ async fn a_fifo_poison_message_goes_alone_to_the_dead_letter_queue_and_its_group
     let (orders, dead_letters, _) = queues.with_dead_letters(&source);
     assert!(orders.spec.fifo && dead_letters.spec.fifo);
 
-    let poison = {
-        let mut order: serde_json::Value =
-            serde_json::from_str(&testkit::orders::body(2)).expect("sample");
-        order["total_cents"] = 1.into();
-        order.to_string()
-    };
+    let poison = poison();
     let valid = |n: u64| testkit::orders::body(n);
     let sent = [
         ("A", valid(1)),
@@ -125,13 +120,41 @@ async fn a_fifo_poison_message_goes_alone_to_the_dead_letter_queue_and_its_group
     assert_eq!(totals.deleted, sent.len(), "{totals:?}");
     assert_eq!(totals.whole_batch_failures, 0, "{totals:?}");
 
+    assert_only_the_poison_is_dead_lettered(&queues, dead_letters, &poison).await;
+
+    let stored = stored_hashes(&dynamodb.server.client(), "OrdersTable").await;
+    let mut expected = expected_hashes(1..2);
+    for n in [3, 4, 11, 12, 13, 14] {
+        expected.extend(expected_hashes(n..n + 1));
+    }
+    assert_eq!(stored, expected);
+
+    // Each group's orders were stored in the order they were sent.
+    assert_each_group_stored_in_order(&emulator.logs());
+}
+
+/// A sample order whose total does not match its items: valid JSON, invalid order.
+fn poison() -> String {
+    let mut order: serde_json::Value =
+        serde_json::from_str(&testkit::orders::body(2)).expect("sample");
+    order["total_cents"] = 1.into();
+    order.to_string()
+}
+
+/// The dead-letter queue holds `poison` alone (taken out), with its failure's
+/// class and reason, its source message id and its group (A).
+async fn assert_only_the_poison_is_dead_lettered(
+    queues: &LocalQueues,
+    dead_letters: &LocalQueue,
+    poison: &str,
+) {
     let letters = take_all(&queues.client, &dead_letters.url)
         .await
         .expect("dead letters");
     let [letter] = letters.as_slice() else {
         panic!("only the poison message is dead-lettered: {letters:?}");
     };
-    assert_eq!(letter.body(), Some(poison.as_str()));
+    assert_eq!(letter.body(), Some(poison));
     let attribute = |name: &str| {
         letter
             .message_attributes()
@@ -151,17 +174,12 @@ async fn a_fifo_poison_message_goes_alone_to_the_dead_letter_queue_and_its_group
         .attributes()
         .and_then(|a| a.get(&aws_sdk_sqs::types::MessageSystemAttributeName::MessageGroupId));
     assert_eq!(group.map(String::as_str), Some("A"));
+}
 
-    let stored = stored_hashes(&dynamodb.server.client(), "OrdersTable").await;
-    let mut expected = expected_hashes(1..2);
-    for n in [3, 4, 11, 12, 13, 14] {
-        expected.extend(expected_hashes(n..n + 1));
-    }
-    assert_eq!(stored, expected);
-
-    // Each group's orders were stored in the order they were sent.
-    let logs = emulator.logs();
-    let stored_in_order: Vec<String> = json_lines(&logs)
+/// In `logs` ("order stored" lines, in processing order), each group's orders
+/// in the order they were sent.
+fn assert_each_group_stored_in_order(logs: &str) {
+    let stored_in_order: Vec<String> = json_lines(logs)
         .iter()
         .filter(|l| l["message"] == "order stored")
         .filter_map(|l| l["order_id"].as_str().map(str::to_owned))

@@ -97,9 +97,31 @@ fn url_event(body: &str, base64: bool) -> Value {
 
 fn password_hasher_at_trace() {
     let emulator = start("password-hasher", &[TRACE]);
+    let mut answers = hashed_and_verified(&emulator);
+    answers.extend(refused(&emulator));
+    answers.extend(not_json(&emulator));
+    let logs = emulator.logs();
+    assert!(
+        logs.contains(r#""level":"TRACE""#),
+        "TRACE logging is on:\n{logs:.2000}"
+    );
+    for answer in &answers {
+        assert_no_password("password-hasher answer", answer);
+    }
+    assert_no_password("password-hasher log", &logs);
+    eprintln!(
+        "password-hasher at TRACE: {} answers, {} log lines, no password",
+        answers.len(),
+        logs.lines().count()
+    );
+}
+
+/// The password hasher's answers to hashing [`PASSWORDS`], verifying them
+/// (some refused per item), and both through a function URL.
+fn hashed_and_verified(emulator: &Emulator) -> Vec<String> {
     let passwords: Vec<&str> = PASSWORDS.iter().map(|(p, _)| *p).collect();
     let hashed = invoke(
-        &emulator,
+        emulator,
         &json!({"operation": "hash", "cost": 4, "passwords": passwords}),
     );
     let hashes: Value = serde_json::from_str(&hashed).expect("answer");
@@ -116,7 +138,7 @@ fn password_hasher_at_trace() {
         {"password": format!("{}\u{0}", PASSWORDS[4].0), "hash": hashes[4]},
         {"password": PASSWORDS[4].0, "hash": hashes[4]},
     ]});
-    let verified = invoke(&emulator, &verify);
+    let verified = invoke(emulator, &verify);
     assert!(
         verified.contains(r#"{"valid":true},{"valid":false}"#),
         "{verified}"
@@ -128,10 +150,17 @@ fn password_hasher_at_trace() {
     answers.push(verified);
     // Function URL forms: text and base64 bodies.
     let hash_body = json!({"operation": "hash", "cost": 4, "passwords": [PASSWORDS[0].0]});
-    answers.push(invoke(&emulator, &url_event(&hash_body.to_string(), false)));
-    answers.push(invoke(&emulator, &url_event(&verify.to_string(), true)));
-    // Refused: each with passwords in it, in every place a value can be.
-    let refused = [
+    answers.push(invoke(emulator, &url_event(&hash_body.to_string(), false)));
+    answers.push(invoke(emulator, &url_event(&verify.to_string(), true)));
+    answers
+}
+
+/// The password hasher's answers, direct and through a function URL, to
+/// requests it refuses, each with passwords in it.
+fn refused(emulator: &Emulator) -> Vec<String> {
+    let mut answers = Vec::new();
+    // Each with passwords in it, in every place a value can be.
+    let requests = [
         json!({"operation": "hash", "cost": 3, "passwords": [PASSWORDS[0].0]}),
         json!({"operation": "hash", "cost": PASSWORDS[1].0, "passwords": [PASSWORDS[1].0]}),
         json!({"operation": PASSWORDS[2].0}),
@@ -147,14 +176,21 @@ fn password_hasher_at_trace() {
         json!({"operation": "verify", "items": [{"password": "x", "hash": "y", PASSWORDS[4].0: 1}]}),
         json!({PASSWORDS[4].0: "hash"}),
     ];
-    for request in &refused {
-        let answer = invoke(&emulator, request);
+    for request in &requests {
+        let answer = invoke(emulator, request);
         assert!(answer.contains("errorType"), "refused: {answer:.300}");
         answers.push(answer);
-        let url = invoke(&emulator, &url_event(&request.to_string(), false));
+        let url = invoke(emulator, &url_event(&request.to_string(), false));
         assert!(url.contains(r#""statusCode":400"#), "{url:.300}");
         answers.push(url);
     }
+    answers
+}
+
+/// The password hasher's answers to payloads that are not JSON, with a
+/// password in them.
+fn not_json(emulator: &Emulator) -> Vec<String> {
+    let mut answers = Vec::new();
     // Not JSON: refused by the runtime (direct) or the function (URL).
     let truncated = format!(
         r#"{{"operation":"hash","cost":4,"passwords":["{}"#,
@@ -163,7 +199,7 @@ fn password_hasher_at_trace() {
     let answer = emulator.invoke(&truncated).expect("invoke");
     assert!(answer.body.contains("errorType"), "{}", answer.body);
     answers.push(answer.body);
-    answers.push(invoke(&emulator, &url_event(&truncated, true)));
+    answers.push(invoke(emulator, &url_event(&truncated, true)));
     // Not JSON under a key that is a password: the runtime's reason for
     // refusing it must not name the key either.
     for key in [PASSWORDS[0].0, PASSWORDS[4].0] {
@@ -177,20 +213,7 @@ fn password_hasher_at_trace() {
             answers.push(answer.body);
         }
     }
-    let logs = emulator.logs();
-    assert!(
-        logs.contains(r#""level":"TRACE""#),
-        "TRACE logging is on:\n{logs:.2000}"
-    );
-    for answer in &answers {
-        assert_no_password("password-hasher answer", answer);
-    }
-    assert_no_password("password-hasher log", &logs);
-    eprintln!(
-        "password-hasher at TRACE: {} answers, {} log lines, no password",
-        answers.len(),
-        logs.lines().count()
-    );
+    answers
 }
 
 /// An order of customer `cust-<marker>-<n>`.

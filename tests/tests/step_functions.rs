@@ -8,7 +8,7 @@
 use e2e::{LocalAnalytics, LocalDynamoDb, template};
 use local_stack::lambda_api::{LambdaApi, Served};
 use local_stack::pool::{Overflow, Pool, Size};
-use local_stack::step_functions::{StateMachine, function_arn};
+use local_stack::step_functions::{Client, Execution, StateMachine, function_arn};
 use order_processor::dynamodb::DynamoStore as OrderStore;
 use order_processor::store::{OrderStore as _, PutOutcome};
 use serde_json::{Value, json};
@@ -81,67 +81,9 @@ fn lambda_tasks_reach_local_functions_by_arn_and_their_errors_are_named_by_error
     let mut analytics = LocalAnalytics::new();
     let (_pool, api) = served("password-hasher", &[], 1);
     analytics.start(&api.endpoint());
-    let task = |catch: bool| {
-        let mut task = json!({
-            "Type": "Task",
-            "Resource": "arn:aws:states:::lambda:invoke",
-            "Parameters": {
-                "FunctionName": function_arn("PasswordHasherFunction"),
-                "Payload.$": "$.request",
-            },
-            "ResultSelector": { "hashes.$": "$.Payload.hashes" },
-            "ResultPath": "$.result",
-            "Retry": [{
-                "ErrorEquals": ["InvalidRequest"],
-                "IntervalSeconds": 1,
-                "BackoffRate": 1,
-                "MaxAttempts": 2,
-            }],
-            "End": true,
-        });
-        if catch {
-            task["Catch"] = json!([{
-                "ErrorEquals": ["InvalidRequest"],
-                "ResultPath": "$.caught",
-                "Next": "Refused",
-            }]);
-        }
-        task
-    };
-    let machine = |name: &str, catch: bool| {
-        let definition = json!({
-            "StartAt": "Named",
-            "States": {
-                "Named": {
-                    "Type": "Pass",
-                    "Parameters": { "request.$": "$.request", "run.$": "$$.Execution.Name" },
-                    "Next": "Hash",
-                },
-                "Hash": task(catch),
-                "Refused": { "Type": "Pass", "End": true },
-            },
-        });
-        analytics
-            .client()
-            .create_state_machine(&StateMachine {
-                logical_id: name.to_owned(),
-                kind: "STANDARD".to_owned(),
-                definition,
-            })
-            .unwrap_or_else(|e| panic!("{e}"))
-    };
-    let (caught, uncaught) = (machine("Caught", true), machine("Uncaught", false));
-    let client = analytics.client();
-    let run = |arn: &str, request: Value| {
-        let input = json!({ "request": request });
-        let execution_arn = client
-            .start_execution(arn, &input, None)
-            .unwrap_or_else(|e| panic!("{e}"));
-        let execution = client
-            .wait(&execution_arn, std::time::Duration::from_secs(120))
-            .unwrap_or_else(|e| panic!("{e}"));
-        (execution_arn, execution)
-    };
+    let caught = hash_machine(&analytics, "Caught", true);
+    let uncaught = hash_machine(&analytics, "Uncaught", false);
+    let run = |arn: &str, request: Value| execute(analytics.client(), arn, request);
 
     // An answer becomes the task's result; the execution is named (a UUID)
     // even when started without a name, as on AWS.
@@ -189,6 +131,74 @@ fn lambda_tasks_reach_local_functions_by_arn_and_their_errors_are_named_by_error
         failed.cause.as_deref(),
         caught_output["caught"]["Cause"].as_str()
     );
+}
+
+/// A task invoking the password hasher by ARN with `$.request`: retried
+/// twice on `InvalidRequest`, then (with `catch`) caught to `Refused`.
+fn hash_task(catch: bool) -> Value {
+    let mut task = json!({
+        "Type": "Task",
+        "Resource": "arn:aws:states:::lambda:invoke",
+        "Parameters": {
+            "FunctionName": function_arn("PasswordHasherFunction"),
+            "Payload.$": "$.request",
+        },
+        "ResultSelector": { "hashes.$": "$.Payload.hashes" },
+        "ResultPath": "$.result",
+        "Retry": [{
+            "ErrorEquals": ["InvalidRequest"],
+            "IntervalSeconds": 1,
+            "BackoffRate": 1,
+            "MaxAttempts": 2,
+        }],
+        "End": true,
+    });
+    if catch {
+        task["Catch"] = json!([{
+            "ErrorEquals": ["InvalidRequest"],
+            "ResultPath": "$.caught",
+            "Next": "Refused",
+        }]);
+    }
+    task
+}
+
+/// The state machine `name` of [`hash_task`], which records the execution's
+/// name first; its ARN.
+fn hash_machine(analytics: &LocalAnalytics, name: &str, catch: bool) -> String {
+    let definition = json!({
+        "StartAt": "Named",
+        "States": {
+            "Named": {
+                "Type": "Pass",
+                "Parameters": { "request.$": "$.request", "run.$": "$$.Execution.Name" },
+                "Next": "Hash",
+            },
+            "Hash": hash_task(catch),
+            "Refused": { "Type": "Pass", "End": true },
+        },
+    });
+    analytics
+        .client()
+        .create_state_machine(&StateMachine {
+            logical_id: name.to_owned(),
+            kind: "STANDARD".to_owned(),
+            definition,
+        })
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Run the state machine `arn` on `{"request": request}` (no name) to its
+/// end: the execution's ARN, and the execution.
+fn execute(client: &Client, arn: &str, request: Value) -> (String, Execution) {
+    let input = json!({ "request": request });
+    let execution_arn = client
+        .start_execution(arn, &input, None)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let execution = client
+        .wait(&execution_arn, std::time::Duration::from_secs(120))
+        .unwrap_or_else(|e| panic!("{e}"));
+    (execution_arn, execution)
 }
 
 #[test]

@@ -123,6 +123,32 @@ fn tables_are_encrypted_with_the_aws_owned_key() {
     }
 }
 
+/// `sam delete` succeeds: CloudFormation cannot delete a bucket that still
+/// holds objects, so every bucket is retained (and the README says how to
+/// remove it); tables keep their data the same way.
+#[test]
+fn sam_delete_can_succeed_with_data_left_in_buckets_and_tables() {
+    let template = least_privilege::transformed(&workspace_root().join("template.yaml"))
+        .expect("the SAM transform of template.yaml");
+    let kept: Vec<_> = template["Resources"]
+        .as_object()
+        .expect("resources")
+        .iter()
+        .filter(|(_, r)| {
+            matches!(
+                r["Type"].as_str(),
+                Some("AWS::S3::Bucket" | "AWS::DynamoDB::Table")
+            )
+        })
+        .collect();
+    assert!(kept.len() >= 3, "the analytics bucket and two tables");
+    for (id, resource) in kept {
+        for policy in ["DeletionPolicy", "UpdateReplacePolicy"] {
+            assert_eq!(resource[policy], "Retain", "{id}: {policy}");
+        }
+    }
+}
+
 /// The day index the order processor writes and the daily report reads is
 /// the one the template declares, and the worker may query it (and only it).
 #[test]

@@ -3,7 +3,8 @@
 //! its offences (`path:line: what`); `planted` feeds each one a bad input, so
 //! every rule is known to fail when it should; one `#[test]` per rule runs it on
 //! the real tree. Crates and paths come from `cargo metadata` and the file
-//! system, never from lists kept here (except the two allow-lists).
+//! system, never from lists kept here (except the allow-lists and the
+//! errorType vocabulary).
 //!
 //! 1. Functions depend only on `shared` (dev-dependencies: also on dev crates
 //!    such as `testkit`, never on another function), and `shared` on no crate of
@@ -25,6 +26,16 @@
 //! 9. No function ships a crate of [`NOT_SHIPPED`]: its dependency tree as a
 //!    build of that crate alone resolves it (`sam build`), not as the workspace
 //!    (where developer tools add features), is checked.
+//! 10. Every function's `errorType`s (the string literals `fn error_type`
+//!     returns in its `src/error.rs`) are PascalCase, and a concept has one
+//!     spelling in every function: that of [`ERROR_TYPE_CONCEPTS`], and never
+//!     two names differing only in case, `_` or an `Error`/`Failed` suffix.
+//! 11. Every function's settings type is `pub struct Config` in `src/config.rs`,
+//!     with `pub fn from_env` (`main` hands it to `shared::start_or_exit`).
+//! 12. No function of the tooling (`tools/`, `xtask/`, `tests/`) is longer
+//!     than [`MAX_FUNCTION_LINES`] lines, from the line of its `fn` to its
+//!     closing brace: a longer one has steps that want names. Those of
+//!     [`LONG_FUNCTIONS_ALLOWED`] wait for changes under way.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -689,6 +700,305 @@ fn clients_and_pools_are_built_in_main() {
     assert_none("clients or pools built outside main.rs", offences);
 }
 
+/// The errorType vocabulary the functions share (rule 10): one spelling per
+/// concept, whichever function fails. A function's own error types
+/// (`TooManyRows`, `MissingMessageId`) need no entry.
+const ERROR_TYPE_CONCEPTS: &[&str] = &[
+    "InternalError",
+    "InvalidRequest",
+    "DeadlineTooShort",
+    "DynamoDBError",
+    "S3Error",
+];
+
+/// The string literals in the body of `fn error_type` of one `error.rs`, with
+/// their lines; `None` without such a function.
+fn error_type_literals(source: &str) -> Option<Vec<(usize, String)>> {
+    // Braces are matched on the code alone, literals read from the text.
+    let code: Vec<char> = code_only(source).chars().collect();
+    let text: Vec<char> = source.chars().collect();
+    let name: Vec<char> = "fn error_type".chars().collect();
+    let start = code
+        .windows(name.len())
+        .position(|w| w == name.as_slice())?;
+    let open = start + code[start..].iter().position(|c| *c == '{')?;
+    let mut depth = 0;
+    let close = (open..code.len()).find(|&i| {
+        depth += match code[i] {
+            '{' => 1,
+            '}' => -1,
+            _ => 0,
+        };
+        depth == 0
+    })?;
+    let (mut literals, mut i) = (vec![], open);
+    while i < close {
+        if text[i..].starts_with(&['/', '/']) || text[i..].starts_with(&['/', '*']) {
+            let end = if text[i + 1] == '/' { "\n" } else { "*/" };
+            let end: Vec<char> = end.chars().collect();
+            i += text[i..]
+                .windows(end.len())
+                .position(|w| w == end.as_slice())
+                .map_or(close, |n| n + end.len());
+        } else if text[i] == '"' {
+            let (mut literal, mut j) = (String::new(), i + 1);
+            while j < close && text[j] != '"' {
+                j += usize::from(text[j] == '\\');
+                literal.extend(text.get(j));
+                j += 1;
+            }
+            let line = text[..i].iter().filter(|c| **c == '\n').count() + 1;
+            literals.push((line, literal));
+            i = j + 1;
+        } else {
+            i += 1;
+        }
+    }
+    Some(literals)
+}
+
+/// Rule 10, on every function's `src/error.rs`.
+fn error_type_offences(sources: &[Source]) -> Vec<String> {
+    // The concept a name spells: lower case, letters and digits, without an
+    // `Error`/`Failed`/`Failure`/`Exception` suffix.
+    let concept = |name: &str| -> String {
+        let lower: String = name
+            .chars()
+            .filter(char::is_ascii_alphanumeric)
+            .map(|c| c.to_ascii_lowercase())
+            .collect();
+        ["error", "failed", "failure", "exception"]
+            .iter()
+            .find_map(|s| lower.strip_suffix(s).filter(|rest| !rest.is_empty()))
+            .unwrap_or(&lower)
+            .to_owned()
+    };
+    let (mut offences, mut spellings) = (vec![], BTreeMap::<String, BTreeSet<_>>::new());
+    for source in sources {
+        let Some(literals) = error_type_literals(&source.text) else {
+            offences.push(format!(
+                "{}: no `fn error_type`: each function names its errorTypes there",
+                source.path
+            ));
+            continue;
+        };
+        if literals.is_empty() {
+            offences.push(format!(
+                "{}: `fn error_type` returns no string literal",
+                source.path
+            ));
+        }
+        for (line, name) in literals {
+            let at = format!("{}:{line}", source.path);
+            let pascal = name.starts_with(|c: char| c.is_ascii_uppercase())
+                && name.chars().all(|c| c.is_ascii_alphanumeric());
+            if !pascal {
+                offences.push(format!(
+                    "{at}: errorType `{name}` is not PascalCase (letters and digits, a capital first: `InvalidRequest`)"
+                ));
+            }
+            let same = |c: &&&str| concept(c) == concept(&name);
+            if let Some(spelling) = ERROR_TYPE_CONCEPTS.iter().find(same) {
+                if *spelling != name {
+                    offences.push(format!(
+                        "{at}: errorType `{name}` is spelled `{spelling}` in every function (ERROR_TYPE_CONCEPTS)"
+                    ));
+                }
+                continue;
+            }
+            spellings
+                .entry(concept(&name))
+                .or_default()
+                .insert((name, at));
+        }
+    }
+    for names in spellings.into_values() {
+        let distinct: BTreeSet<&String> = names.iter().map(|(name, _)| name).collect();
+        if distinct.len() > 1 {
+            let all: Vec<String> = names
+                .iter()
+                .map(|(name, at)| format!("`{name}` ({at})"))
+                .collect();
+            offences.push(format!(
+                "one errorType spelled {} ways: {}; pick one (and add it to ERROR_TYPE_CONCEPTS)",
+                distinct.len(),
+                all.join(", ")
+            ));
+        }
+    }
+    offences
+}
+
+/// Rule 11, on one function's `src/config.rs`.
+fn config_offences(path: &str, source: &str) -> Vec<String> {
+    let code = without_test_modules(&code_only(source));
+    let t = tokens(&code);
+    let mut offences = vec![];
+    if !t.windows(3).any(|w| w == ["pub", "struct", "Config"]) {
+        offences.push(format!(
+            "{path}: no `pub struct Config`: every function's settings type is `Config`"
+        ));
+    }
+    // `pub fn from_env` inside an `impl Config { … }` block.
+    let in_impl = |from: usize| {
+        let mut depth = 0;
+        for k in from..t.len() {
+            depth += match t[k] {
+                "{" => 1,
+                "}" => -1,
+                _ => 0,
+            };
+            if depth == 0 {
+                return false;
+            }
+            if t[k..].starts_with(&["pub", "fn", "from_env"]) {
+                return true;
+            }
+        }
+        false
+    };
+    let from_env = (0..t.len())
+        .filter(|&i| t[i..].starts_with(&["impl", "Config", "{"]))
+        .any(|i| in_impl(i + 2));
+    if !from_env {
+        offences.push(format!(
+            "{path}: no `pub fn from_env` in `impl Config` (`main` starts with `shared::start_or_exit(Config::from_env)`)"
+        ));
+    }
+    offences
+}
+
+/// `src/<file>` of every function, or an offence for each one without it.
+fn function_files(file: &str) -> (Vec<Source>, Vec<String>) {
+    let (root, packages) = workspace();
+    let (mut sources, mut offences) = (vec![], vec![]);
+    for p in packages.iter().filter(|p| is_function(&p.dir)) {
+        let path = format!("{}/src/{file}", p.dir);
+        match std::fs::read_to_string(root.join(&path)) {
+            Ok(text) => sources.push(Source { path, text }),
+            Err(e) => offences.push(format!("{path}: {e} (every function has one)")),
+        }
+    }
+    (sources, offences)
+}
+
+#[test]
+fn error_types_follow_one_naming_scheme() {
+    let (sources, mut offences) = function_files("error.rs");
+    offences.extend(error_type_offences(&sources));
+    assert_none("errorType names", offences);
+}
+
+#[test]
+fn every_function_has_a_config_with_from_env() {
+    let (sources, mut offences) = function_files("config.rs");
+    for source in &sources {
+        offences.extend(config_offences(&source.path, &source.text));
+    }
+    assert_none("settings types", offences);
+}
+
+/// The most lines a function of the tooling may take (rule 12).
+const MAX_FUNCTION_LINES: usize = 80;
+
+/// Tooling functions still longer than [`MAX_FUNCTION_LINES`], in files other
+/// changes are splitting now: (file, function). Temporary: an entry goes once
+/// its function is split, and nothing joins it.
+const LONG_FUNCTIONS_ALLOWED: &[(&str, &str)] = &[
+    ("tools/local-stack/src/runner.rs", "start"),
+    ("tools/local-stack/src/runner.rs", "orders"),
+    ("tools/local-stack/src/runner.rs", "summarize"),
+    ("tools/local-stack/src/sam_local/mod.rs", "run"),
+    ("xtask/src/new_function.rs", "add_to_template"),
+];
+
+/// The functions with a body in `source`: (line of `fn`, name, lines from
+/// there to the closing brace). Strings and comments are not code.
+fn function_lengths(source: &str) -> Vec<(usize, String, usize)> {
+    let code: Vec<char> = code_only(source).chars().collect();
+    let ident = |c: char| c.is_alphanumeric() || c == '_';
+    let line = |at: usize| code[..at].iter().filter(|c| **c == '\n').count() + 1;
+    let mut functions = vec![];
+    for at in 0..code.len() {
+        // `fn name`, not `fn(` (a pointer type) nor part of a longer word.
+        let keyword = code[at..].starts_with(&['f', 'n'])
+            && (at == 0 || !ident(code[at - 1]))
+            && code.get(at + 2).is_some_and(|c| c.is_whitespace());
+        if !keyword {
+            continue;
+        }
+        let name_at = (at + 2..code.len())
+            .find(|&i| !code[i].is_whitespace())
+            .unwrap_or(code.len());
+        let name: String = code[name_at..].iter().take_while(|c| ident(**c)).collect();
+        // The body opens at the first `{` outside parentheses and brackets;
+        // a `;` there first: a declaration, without a body.
+        let mut nesting = 0;
+        let open = (name_at..code.len()).find(|&i| {
+            nesting += match code[i] {
+                '(' | '[' => 1,
+                ')' | ']' => -1,
+                _ => 0,
+            };
+            nesting == 0 && matches!(code[i], '{' | ';')
+        });
+        let Some(open) = open.filter(|&open| !name.is_empty() && code[open] == '{') else {
+            continue;
+        };
+        let mut depth = 0;
+        let close = (open..code.len()).find(|&i| {
+            depth += match code[i] {
+                '{' => 1,
+                '}' => -1,
+                _ => 0,
+            };
+            depth == 0
+        });
+        if let Some(close) = close {
+            functions.push((line(at), name, line(close) - line(at) + 1));
+        }
+    }
+    functions
+}
+
+/// Rule 12, on one file of the tooling: its functions longer than `max`
+/// lines, but those named in `allowed`.
+fn long_function_offences(path: &str, source: &str, max: usize, allowed: &[&str]) -> Vec<String> {
+    function_lengths(source)
+        .into_iter()
+        .filter(|(_, name, lines)| *lines > max && !allowed.contains(&name.as_str()))
+        .map(|(line, name, lines)| {
+            format!(
+                "{path}:{line}: `fn {name}` is {lines} lines, more than {max}: split it into steps with names"
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn tooling_functions_are_at_most_80_lines() {
+    let (root, _) = workspace();
+    let mut offences = vec![];
+    for dir in ["tools", "xtask", "tests"] {
+        for file in rust_files(&root.join(dir)) {
+            let path = relative(&root, &file);
+            let allowed: Vec<&str> = LONG_FUNCTIONS_ALLOWED
+                .iter()
+                .filter(|(file, _)| *file == path)
+                .map(|(_, function)| *function)
+                .collect();
+            let source = read(&file);
+            offences.extend(long_function_offences(
+                &path,
+                &source,
+                MAX_FUNCTION_LINES,
+                &allowed,
+            ));
+        }
+    }
+    assert_none("tooling functions too long", offences);
+}
+
 // ---------------------------------------------------------------- helpers
 
 fn assert_none(rule: &str, offences: Vec<String>) {
@@ -1245,5 +1555,88 @@ mod planted {
             construction_offences("functions/f/src/handler.rs", "let s = \"Client::new\";")
                 .is_empty()
         );
+    }
+
+    #[test]
+    fn error_types_off_the_scheme_are_reported() {
+        let source = |path: &str, body: &str| Source {
+            path: path.into(),
+            text: format!(
+                "/// `Internal` in a doc\nimpl Error {{\n    pub fn error_type(&self) -> &'static str {{\n{body}    }}\n}}\n\
+                 fn other() -> &'static str {{ \"not_checked\" }}\n"
+            ),
+        };
+        let sources = [
+            source(
+                "functions/a/src/error.rs",
+                "        // \"commented_out\"\n        match self {\n            Error::A => \"InternalError\",\n\
+                 \x20           Error::B { .. } => \"too_many_rows\",\n            Error::C => \"S3Failed\",\n\
+                 \x20           Error::D => \"Escaped\\\"Quote\",\n        }\n",
+            ),
+            source(
+                "functions/b/src/error.rs",
+                "        match self {\n            Error::A => \"Internal\",\n            Error::B => \"TooManyRows\",\n        }\n",
+            ),
+            Source {
+                path: "functions/c/src/error.rs".into(),
+                text: "pub enum Error {}\n".into(),
+            },
+        ];
+        assert_eq!(
+            error_type_offences(&sources),
+            [
+                "functions/a/src/error.rs:7: errorType `too_many_rows` is not PascalCase (letters and digits, a capital first: `InvalidRequest`)",
+                "functions/a/src/error.rs:8: errorType `S3Failed` is spelled `S3Error` in every function (ERROR_TYPE_CONCEPTS)",
+                "functions/a/src/error.rs:9: errorType `Escaped\"Quote` is not PascalCase (letters and digits, a capital first: `InvalidRequest`)",
+                "functions/b/src/error.rs:5: errorType `Internal` is spelled `InternalError` in every function (ERROR_TYPE_CONCEPTS)",
+                "functions/c/src/error.rs: no `fn error_type`: each function names its errorTypes there",
+                "one errorType spelled 2 ways: `TooManyRows` (functions/b/src/error.rs:6), `too_many_rows` (functions/a/src/error.rs:7); pick one (and add it to ERROR_TYPE_CONCEPTS)",
+            ]
+        );
+        let clean = source(
+            "functions/d/src/error.rs",
+            "        match self {\n            Error::A => \"InternalError\",\n            Error::B => \"DeadlineTooShort\",\n        }\n",
+        );
+        assert!(error_type_offences(&[clean]).is_empty());
+    }
+
+    #[test]
+    fn a_settings_type_not_named_config_is_reported() {
+        let good = "pub struct Config {\n    pub batch: usize,\n}\n\nimpl Config {\n    /// Read it.\n    \
+                    pub fn from_env(env: &dyn Env) -> Result<Self, ConfigError> {\n        todo!()\n    }\n}\n";
+        assert!(config_offences("functions/a/src/config.rs", good).is_empty());
+        let renamed = good.replace("Config {", "Limits {");
+        assert_eq!(
+            config_offences("functions/b/src/config.rs", &renamed),
+            [
+                "functions/b/src/config.rs: no `pub struct Config`: every function's settings type is `Config`",
+                "functions/b/src/config.rs: no `pub fn from_env` in `impl Config` (`main` starts with `shared::start_or_exit(Config::from_env)`)",
+            ]
+        );
+        // `from_env` outside the impl, or only in a test module, does not count.
+        let outside = "pub struct Config;\nimpl Config {}\npub fn from_env() {}\n#[cfg(test)]\nmod tests {\n    \
+                       impl Config {\n        pub fn from_env() {}\n    }\n}\n";
+        assert_eq!(
+            config_offences("functions/c/src/config.rs", outside).len(),
+            1
+        );
+    }
+
+    #[test]
+    fn a_long_tooling_function_is_reported_unless_allowed() {
+        let steps = |n: usize| "    step();\n".repeat(n);
+        let source = format!(
+            "fn short() {{\n{}}}\n\nimpl X {{\n    pub(crate) async fn long(\n        a: u8,\n    ) -> [u8; 2]\n    \
+             where\n        u8: Copy,\n    {{\n{}    }}\n}}\ntrait T {{\n    fn declared(&self);\n}}\n\
+             const S: &str = \"fn in_a_string() {{\";\n// fn in_a_comment() {{\nfn g(f: fn(u8) -> u8) {{}}\n",
+            steps(3),
+            steps(4)
+        );
+        assert_eq!(
+            long_function_offences("tools/x.rs", &source, 5, &[]),
+            ["tools/x.rs:8: `fn long` is 11 lines, more than 5: split it into steps with names"]
+        );
+        assert!(long_function_offences("tools/x.rs", &source, 5, &["long"]).is_empty());
+        assert!(long_function_offences("tools/x.rs", &source, 11, &[]).is_empty());
     }
 }

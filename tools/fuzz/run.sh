@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Coverage-guided fuzzing of every parser of outside input: each target runs for
 # SECONDS (default 60) with libFuzzer, one after the other, from a seed corpus
-# derived from events/ (kept and grown in fuzz/corpus/). Fails on the first
+# derived from events/ (kept and grown in tools/fuzz/corpus/). Fails on the first
 # crash: a panic (even one the code under test catches), a violated check, a
 # call over 2 s, a call that never returns (-timeout), or peak RSS over the
-# bound (-rss_limit_mb). The failing input is saved in fuzz/artifacts/<target>/.
+# bound (-rss_limit_mb). The failing input is saved in tools/fuzz/artifacts/<target>/.
 #
 # Needs a nightly toolchain and cargo-fuzz (`cargo install cargo-fuzz --locked`).
 # No sanitizer: the code is safe Rust, and the checks find what matters here
@@ -39,7 +39,7 @@ for target in "${targets[@]}"; do
   status="${PIPESTATUS[0]}"
   set -e
   if [ "$status" -ne 0 ]; then
-    echo "$target: failed (exit $status); see fuzz/logs/$target.log and fuzz/artifacts/$target/" >&2
+    echo "$target: failed (exit $status); see tools/fuzz/logs/$target.log and tools/fuzz/artifacts/$target/" >&2
     exit 1
   fi
   echo "$target: corpus of $(find "corpus/$target" -type f | wc -l) inputs"

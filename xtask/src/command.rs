@@ -42,6 +42,41 @@ pub fn run(command: &mut Command) -> Result<(), String> {
     }
 }
 
+/// The exit status by which a command says it could not run here (automake's
+/// convention for a skipped test; the local stack's `sam-local` uses it).
+const SKIPPED: i32 = 77;
+
+/// Run `command` as [`run`] does, its output passed through; `Some(why)`
+/// where it exited with [`SKIPPED`], `why` being its last line that starts
+/// with `skipped: `.
+pub fn run_or_skip(command: &mut Command) -> Result<Option<String>, String> {
+    use std::io::BufRead;
+    let mut child = command
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("{}: {e}", describe(command)))?;
+    let mut why = None;
+    if let Some(stdout) = child.stdout.take() {
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            println!("{line}");
+            if let Some(reason) = line.strip_prefix("skipped: ") {
+                why = Some(reason.to_owned());
+            }
+        }
+    }
+    let status = child
+        .wait()
+        .map_err(|e| format!("{}: {e}", describe(command)))?;
+    match status.code() {
+        Some(0) => Ok(None),
+        Some(SKIPPED) => Ok(Some(why.unwrap_or_else(|| "no reason given".to_owned()))),
+        _ => Err(format!("{} failed: {status}", describe(command))),
+    }
+}
+
 /// `program arg arg…` for messages.
 pub fn describe(command: &Command) -> String {
     std::iter::once(command.get_program())

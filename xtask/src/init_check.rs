@@ -1,5 +1,5 @@
 //! Starting a project from this template with `sam init`, checked as a user
-//! would meet it: from the git repository (what the README leads with) and from
+//! would meet it: from the git repository (how a user starts a project from it) and from
 //! the cookiecutter zip (`scaffold`, which also renames the stack).
 
 use crate::command::{cargo, describe, run, workspace_root};
@@ -58,7 +58,7 @@ pub fn from_zip() -> Result<(), String> {
 }
 
 /// The names of the packages of the workspace in `dir`.
-fn workspace_members(dir: &std::path::Path) -> Result<Vec<String>, String> {
+pub fn workspace_members(dir: &std::path::Path) -> Result<Vec<String>, String> {
     let mut command = cargo();
     command
         .current_dir(dir)
@@ -86,8 +86,8 @@ fn workspace_members(dir: &std::path::Path) -> Result<Vec<String>, String> {
     Ok(names)
 }
 
-/// `sam init --location git+file://<this repository>`, the README's first
-/// command: the committed tree arrives whole, byte for byte, run bits kept
+/// `sam init --location git+file://<this repository>`, as a user starts a
+/// project: the committed tree arrives whole, byte for byte, run bits kept
 /// (SAM copies a repository without `cookiecutter.json` as it is). Seconds,
 /// no network, no build: a suite step.
 pub fn from_git() -> Result<(), String> {
@@ -168,7 +168,7 @@ fn git_output(dir: &std::path::Path, args: &[&str], input: Option<&str>) -> Resu
 }
 
 /// The folder `dir` of the workspace, emptied.
-fn fresh_dir(dir: &str) -> Result<std::path::PathBuf, String> {
+pub fn fresh_dir(dir: &str) -> Result<std::path::PathBuf, String> {
     let path = workspace_root().join(dir);
     if path.exists() {
         std::fs::remove_dir_all(&path).map_err(|e| format!("{}: {e}", path.display()))?;

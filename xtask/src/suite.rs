@@ -1,120 +1,152 @@
 //! `cargo xtask test`: the whole suite, step by step, with a timing per step
-//! and a closing `suite: N passed, N failed` line.
+//! and a closing `suite: N passed, N failed, N skipped` line.
 
-use crate::command::{cargo, package, run};
-use crate::{init_check, sam};
-use std::time::Instant;
+use crate::command::{cargo, package, run, run_or_skip};
+use crate::{init_check, sam, user_changes};
+use std::time::{Duration, Instant};
 
-/// Where [`sam_build_check`] builds.
-const SAM_BUILD_CHECK_DIR: &str = "target/sam-build-check";
-
-/// `sam build` with a quick profile: proves the SAM + cargo-lambda wiring and
-/// the Lambda link; the fat-LTO release build is for `sam build` /
-/// `cargo xtask run`.
-pub fn sam_build_check() -> Result<(), String> {
-    run(sam(&["build", "--build-dir", SAM_BUILD_CHECK_DIR]).envs([
-        ("CARGO_PROFILE_RELEASE_LTO", "false"),
-        ("CARGO_PROFILE_RELEASE_CODEGEN_UNITS", "16"),
-        ("CARGO_PROFILE_RELEASE_OPT_LEVEL", "0"),
-    ]))
+/// How a step ended, when it did not fail.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    Passed,
+    /// It could not run on this machine; why.
+    Skipped(String),
 }
 
-/// `sam local invoke` of the sample events (one per function with `quick`)
-/// against the [`sam_build_check`] build, on podman; skipped, with a line
-/// saying why, where no container engine can be had.
-pub fn sam_local(quick: bool) -> Result<(), String> {
-    let mut args = vec!["sam-local", "--build-dir", SAM_BUILD_CHECK_DIR];
-    if quick {
-        args.push("--quick");
-    }
-    run(&mut package("local-stack", &args))
-}
+type Step = (&'static str, fn() -> Result<Outcome, String>);
 
-/// The whole suite, step by step; stops at the first failure.
-pub fn run_all() -> Result<(), String> {
-    type Step = (&'static str, Box<dyn Fn() -> Result<(), String>>);
-    let mut steps: Vec<Step> = vec![
-        (
-            "install pinned tools",
-            Box::new(|| run(&mut package("local-stack", &["tools"]))),
-        ),
-        (
-            "cargo fmt --check",
-            Box::new(|| run(cargo().args(["fmt", "--all", "--check"]))),
-        ),
-        (
-            "cargo clippy -D warnings",
-            Box::new(|| {
-                run(cargo().args([
-                    "clippy",
-                    "--workspace",
-                    "--all-targets",
-                    "--",
-                    "-D",
-                    "warnings",
-                ]))
-            }),
-        ),
-        (
-            "cargo test (unit, integration, end-to-end)",
-            Box::new(|| run(cargo().args(["test", "--workspace"]))),
-        ),
-        (
-            "performance lab, quick (properties only)",
-            Box::new(|| run(&mut package("lab", &["--quick"]))),
-        ),
-    ];
-    steps.push((
+/// The steps, in order: each later one may reuse what an earlier one built.
+const STEPS: [Step; 13] = [
+    ("install pinned tools", || {
+        passed(run(&mut package("local-stack", &["tools"])))
+    }),
+    ("cargo fmt --check", || {
+        passed(run(cargo().args(["fmt", "--all", "--check"])))
+    }),
+    ("cargo clippy -D warnings", || {
+        passed(run(cargo().args([
+            "clippy",
+            "--workspace",
+            "--all-targets",
+            "--",
+            "-D",
+            "warnings",
+        ])))
+    }),
+    ("cargo test (unit, integration, end-to-end)", || {
+        passed(run(cargo().args(["test", "--workspace"])))
+    }),
+    ("performance lab, quick (properties only)", || {
+        passed(run(&mut package("lab", &["--quick"])))
+    }),
+    (
         "password hasher with the bcrypt crate (feature bcrypt-crate)",
-        Box::new(|| {
-            run(cargo().args([
+        || {
+            passed(run(cargo().args([
                 "test",
                 "--package",
                 "password-hasher",
                 "--features",
                 "bcrypt-crate",
-            ]))
-        }),
-    ));
-    steps.push((
-        "sam init from the git repository",
-        Box::new(init_check::from_git),
-    ));
-    steps.push((
-        "sam validate --lint",
-        Box::new(|| run(&mut sam(&["validate", "--lint"]))),
-    ));
-    steps.push((
-        "sam build (x86_64, quick profile)",
-        Box::new(sam_build_check),
-    ));
-    steps.push((
-        "sam local invoke, every sample event (podman)",
-        Box::new(|| sam_local(false)),
-    ));
+            ])))
+        },
+    ),
+    ("sam init from the git repository", || {
+        passed(init_check::from_git())
+    }),
+    ("sam validate --lint", || {
+        passed(run(&mut sam(&["validate", "--lint"])))
+    }),
+    ("sam build (x86_64, quick build)", || {
+        passed(sam_build_quick())
+    }),
+    ("sam local invoke, every sample event (podman)", || {
+        sam_local(false)
+    }),
+    (
+        "a user's changes: a new function (cargo xtask new-function)",
+        || passed(user_changes::new_function()),
+    ),
+    (
+        "a user's changes: one allocator per function, built and run",
+        || passed(user_changes::mixed_allocators()),
+    ),
+    (
+        "a user's changes: an allocator without its feature is a clear error",
+        || passed(user_changes::allocator_without_feature()),
+    ),
+];
 
+fn passed(result: Result<(), String>) -> Result<Outcome, String> {
+    result.map(|()| Outcome::Passed)
+}
+
+/// `sam build` of the quick kind (cargo's dev profile): proves the SAM +
+/// cargo-lambda wiring and the Lambda link, shares its build with `cargo
+/// xtask run`; the fat-LTO release build is for `cargo xtask run --release`,
+/// the lab and deploying.
+pub fn sam_build_quick() -> Result<(), String> {
+    run(&mut package("local-stack", &["build"]))
+}
+
+/// `sam local invoke` of the sample events (one per function with `quick`)
+/// against the quick build, on podman. Skipped, with a line saying why,
+/// where no container engine can be had, except in CI (`CI=true`), where
+/// the step must run.
+pub fn sam_local(quick: bool) -> Result<Outcome, String> {
+    let mut args = vec!["sam-local"];
+    if quick {
+        args.push("--quick");
+    }
+    match run_or_skip(&mut package("local-stack", &args))? {
+        Some(why) if in_ci() => Err(format!("it must run in CI, but was skipped: {why}")),
+        Some(why) => Ok(Outcome::Skipped(why)),
+        None => Ok(Outcome::Passed),
+    }
+}
+
+/// Whether this runs in CI (`CI=true`, as CI services set it).
+fn in_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
+}
+
+/// The whole suite, step by step; stops at the first failure.
+pub fn run_all() -> Result<(), String> {
     let started = Instant::now();
-    let mut report = Vec::new();
-    let mut failed = None;
-    for (name, step) in &steps {
+    let mut report: Vec<(&str, Duration, Result<Outcome, String>)> = Vec::new();
+    for (name, step) in STEPS {
         eprintln!("\n==> {name}");
         let t = Instant::now();
         let outcome = step();
-        report.push((*name, t.elapsed(), outcome.is_ok()));
-        if let Err(e) = outcome {
-            failed = Some(format!("{name}: {e}"));
+        let failed = outcome.is_err();
+        report.push((name, t.elapsed(), outcome));
+        if failed {
             break;
         }
     }
-    eprintln!("\nsuite steps ({:.0?} in all):", started.elapsed());
-    for (name, elapsed, ok) in &report {
-        eprintln!(
-            "  {:<4} {:>7.1}s  {name}",
-            if *ok { "ok" } else { "FAIL" },
-            elapsed.as_secs_f64()
-        );
+    print_report(&report, started.elapsed());
+    report
+        .into_iter()
+        .find_map(|(name, _, outcome)| outcome.err().map(|e| format!("{name}: {e}")))
+        .map_or(Ok(()), Err)
+}
+
+/// Each step's time and outcome, then the closing line.
+fn print_report(report: &[(&str, Duration, Result<Outcome, String>)], total: Duration) {
+    eprintln!("\nsuite steps ({total:.0?} in all):");
+    let (mut passed, mut failed, mut skipped) = (0, 0, 0);
+    for (name, elapsed, outcome) in report {
+        let (mark, why) = match outcome {
+            Ok(Outcome::Passed) => ("ok", String::new()),
+            Ok(Outcome::Skipped(why)) => ("SKIP", format!(" ({why})")),
+            Err(_) => ("FAIL", String::new()),
+        };
+        match outcome {
+            Ok(Outcome::Passed) => passed += 1,
+            Ok(Outcome::Skipped(_)) => skipped += 1,
+            Err(_) => failed += 1,
+        }
+        eprintln!("  {mark:<4} {:>7.1}s  {name}{why}", elapsed.as_secs_f64());
     }
-    let passed = report.iter().filter(|(_, _, ok)| *ok).count();
-    println!("suite: {passed} passed, {} failed", report.len() - passed);
-    failed.map_or(Ok(()), Err)
+    println!("suite: {passed} passed, {failed} failed, {skipped} skipped");
 }

@@ -1,6 +1,6 @@
 //! Why a request failed. Each variant maps to the stable `errorType` the
-//! caller sees (Step Functions retries `DynamoDBError`; tests and users match
-//! on the others), and the message says what to change.
+//! caller sees (Step Functions retries `DynamoDBError` and `S3Error`; tests and
+//! users match on the others), and the message says what to change.
 
 use crate::aggregate::AggregateError;
 use crate::answer::Unanswerable;
@@ -15,8 +15,9 @@ pub enum Error {
     /// The request cannot be answered as sent: `InvalidRequest`.
     #[error(transparent)]
     InvalidRequest(#[from] BadRequest),
-    /// The scan stopped: `DynamoDBError` (after the SDK's retries) or
-    /// `TooManyRows` (more than `MAX_ROWS`: fan out).
+    /// The scan stopped: `DynamoDBError` (after the SDK's retries),
+    /// `TooManyRows` (more than `MAX_ROWS`: fan out) or `DeadlineTooShort`
+    /// (the invocation's deadline came first).
     #[error(transparent)]
     Scan(#[from] ScanError),
     /// A report could not be saved: `DynamoDBError`.
@@ -32,13 +33,24 @@ pub enum Error {
     /// configured: `S3Error`.
     #[error(transparent)]
     Objects(#[from] ObjectError),
-    /// A partial answer could not be encoded (a bug): `Internal`.
+    /// A partial answer could not be encoded (a bug): `InternalError`.
     #[error("partial answer not encoded: {0}")]
     Encode(String),
     /// The answer cannot be returned: `AnswerTooLarge` (more than Lambda's
-    /// 6 MB response limit), or `Internal` (it does not serialise).
+    /// 6 MB response limit), or `InternalError` (it does not serialise).
     #[error(transparent)]
     Answer(#[from] Unanswerable),
+    /// The stored partials were not all read and merged by the invocation's
+    /// deadline: `DeadlineTooShort`.
+    #[error(
+        "{merged} of {total} stored partials merged by the invocation's deadline: raise the function's Timeout (template.yaml)"
+    )]
+    MergeDeadline {
+        /// Partials read and merged by then.
+        merged: usize,
+        /// Partials to merge.
+        total: usize,
+    },
 }
 
 impl Error {
@@ -47,11 +59,14 @@ impl Error {
         match self {
             Error::InvalidRequest(_) => "InvalidRequest",
             Error::Scan(ScanError::TooManyRows(_)) => "TooManyRows",
+            Error::Scan(ScanError::Deadline { .. }) | Error::MergeDeadline { .. } => {
+                "DeadlineTooShort"
+            }
             Error::Scan(ScanError::Store(_)) | Error::Report(_) => "DynamoDBError",
             Error::Aggregate(_) | Error::Pool(_) => "AggregationFailed",
             Error::Answer(Unanswerable::TooLarge(_)) => "AnswerTooLarge",
             Error::Objects(_) => "S3Error",
-            Error::Answer(Unanswerable::NotSerialisable(_)) | Error::Encode(_) => "Internal",
+            Error::Answer(Unanswerable::NotSerialisable(_)) | Error::Encode(_) => "InternalError",
         }
     }
 }
@@ -92,6 +107,18 @@ mod tests {
             ),
             (Error::from(Unanswerable::TooLarge(7)), "AnswerTooLarge"),
             (Error::from(ObjectError("down".into())), "S3Error"),
+            (
+                Error::from(ScanError::Deadline { pages: 3, rows: 7 }),
+                "DeadlineTooShort",
+            ),
+            (
+                Error::MergeDeadline {
+                    merged: 2,
+                    total: 8,
+                },
+                "DeadlineTooShort",
+            ),
+            (Error::Encode("no IPC".into()), "InternalError"),
         ];
         for (error, error_type) in cases {
             let message = error.to_string();

@@ -8,6 +8,13 @@
 //! most 1 MB, small next to the network wait and the aggregation). A merge and
 //! the answer's JSON run on the invocation's task: both are linear in what the
 //! caller sent or will receive, which Lambda bounds at 6 MB.
+//!
+//! Every invocation works to its [`Deadline`] (the shared rule): a scan stops
+//! paging there (`scan.rs`) and a merge of stored partials stops reading
+//! them, and the invocation fails with `DeadlineTooShort` while it can still
+//! answer. The steps after a scan (the aggregation, bounded by `MAX_ROWS`;
+//! storing a partial or a report) are short and are not cut off: the
+//! deadline's margin is their time.
 
 use crate::aggregate::aggregate;
 use crate::answer::{Answer, Group, MAX_ANSWER_BYTES, Rows, Run, Unanswerable};
@@ -23,6 +30,7 @@ use futures::StreamExt;
 use lambda_runtime::{Diagnostic, LambdaEvent};
 use serde_json::Value;
 use shared::arena::Prewarm;
+use shared::invocation::Deadline;
 use shared::orders::{DAY_SHARDS, day_shard_key};
 use std::time::{Duration, Instant};
 
@@ -60,19 +68,27 @@ impl<S: Store> Handler<S> {
     /// Handle one invocation.
     pub async fn handle(&self, event: LambdaEvent<Value>) -> Result<Value, Diagnostic> {
         let request_id = event.context.request_id.clone();
-        self.respond(event.payload, &request_id).await.map_err(|e| {
+        let deadline = Deadline::from_context(&event.context);
+        let respond = self.respond(event.payload, &request_id, deadline);
+        respond.await.map_err(|e| {
             tracing::warn!(error_type = e.error_type(), error = %e, "request failed");
             Diagnostic::from(e)
         })
     }
 
-    /// The response to `payload` (invocation `request_id`), measured and counted.
-    pub async fn respond(&self, payload: Value, request_id: &str) -> Result<Value, Error> {
+    /// The response to `payload` (invocation `request_id`, work due by
+    /// `deadline`), measured and counted.
+    pub async fn respond(
+        &self,
+        payload: Value,
+        request_id: &str,
+        deadline: Deadline,
+    ) -> Result<Value, Error> {
         let started = Instant::now();
         let faults = shared::memory::minor_faults();
         let cpu = shared::memory::cpu_time();
         let (prewarmed, waited) = self.wait_for_prewarm().await;
-        let (mut answer, reply) = self.answer(payload).await?;
+        let (mut answer, reply) = self.answer(payload, deadline).await?;
         answer.run = Run {
             cold_start: shared::invocation::is_cold_start(),
             duration_ms: started.elapsed().as_secs_f64() * 1e3,
@@ -154,7 +170,7 @@ impl<S: Store> Handler<S> {
         (done, started.elapsed())
     }
 
-    async fn answer(&self, payload: Value) -> Result<(Answer, Reply), Error> {
+    async fn answer(&self, payload: Value, deadline: Deadline) -> Result<(Answer, Reply), Error> {
         match request::parse(payload)? {
             Request::Aggregate {
                 query,
@@ -164,9 +180,13 @@ impl<S: Store> Handler<S> {
             } => {
                 let segment = request::segment(segment, total_segments)?;
                 match (run_id, segment) {
-                    (None, segment) => Ok((self.aggregate(query, segment).await?, Reply::Answer)),
+                    (None, segment) => {
+                        let sources = self.sources(segment);
+                        let answer = self.read_and_aggregate(query, sources, segment, deadline);
+                        Ok((answer.await?, Reply::Answer))
+                    }
                     (Some(run_id), Some(segment)) => {
-                        self.store_partial(query, segment, run_id).await
+                        self.store_partial(query, segment, run_id, deadline).await
                     }
                     (Some(_), None) => Err(BadRequest(
                         "run_id goes with segment and total_segments: it names a fan-out".into(),
@@ -176,14 +196,15 @@ impl<S: Store> Handler<S> {
             }
             Request::Merge { partials } => Ok((merge(partials)?, Reply::Answer)),
             Request::MergeStored { partials } => {
-                Ok((self.merge_stored(partials).await?, Reply::Merged))
+                Ok((self.merge_stored(partials, deadline).await?, Reply::Merged))
             }
             Request::DailyReport { day } => {
                 let now = time::OffsetDateTime::now_utc();
                 let (date, query) = request::day_window(day.as_deref(), now)?;
                 let day = date.to_string();
                 let shards = (0..DAY_SHARDS).map(|s| Source::DayShard(day_shard_key(&day, s)));
-                let answer = self.read_and_aggregate(query, shards, None).await?;
+                let answer = self.read_and_aggregate(query, shards, None, deadline);
+                let answer = answer.await?;
                 let id = format!("daily/{day}");
                 let body = serde_json::to_string(&answer)
                     .map_err(|e| BadRequest(format!("report not serialisable: {e}")))?;
@@ -206,9 +227,11 @@ impl<S: Store> Handler<S> {
         query: Query,
         segment: Segment,
         run_id: String,
+        deadline: Deadline,
     ) -> Result<(Answer, Reply), Error> {
         partial::check_run_id(&run_id)?;
-        let (groups, rows, pages) = self.read(&query, [Source::of(segment)]).await?;
+        let sources = [Source::of(segment)];
+        let (groups, rows, pages) = self.read(&query, sources, deadline).await?;
         let mut answer = Answer::stored_partial(query, segment, groups, rows);
         answer.run.pages = pages;
         let bytes = partial::encode(&answer).map_err(Error::Encode)?;
@@ -224,8 +247,13 @@ impl<S: Store> Handler<S> {
         Ok((answer, Reply::Stored(stored)))
     }
 
-    /// Read every stored partial (a few at a time) and merge them one by one.
-    async fn merge_stored(&self, partials: Vec<StoredPartial>) -> Result<Answer, Error> {
+    /// Read every stored partial (a few at a time) and merge them one by one,
+    /// stopping at `deadline`.
+    async fn merge_stored(
+        &self,
+        partials: Vec<StoredPartial>,
+        deadline: Deadline,
+    ) -> Result<Answer, Error> {
         let first = partials.first().ok_or_else(|| {
             BadRequest("merge_stored needs the references of every segment; none given".into())
         })?;
@@ -247,6 +275,7 @@ impl<S: Store> Handler<S> {
             .into());
         }
         let max_bytes = self.config.max_object_bytes;
+        let to_merge = partials.len();
         let mut reads = futures::stream::iter(partials)
             .map(|stored| async move {
                 let bytes = self.store.get_object(&stored.key(), max_bytes).await?;
@@ -255,7 +284,26 @@ impl<S: Store> Handler<S> {
             .buffer_unordered(MERGE_READS_IN_FLIGHT);
         let mut merger: Option<Merger> = None;
         let max_groups = usize::try_from(self.config.max_rows).unwrap_or(usize::MAX);
-        while let Some(read) = reads.next().await {
+        let finish_by = tokio::time::Instant::from_std(deadline.instant());
+        let mut merged = 0;
+        loop {
+            // Checked before each read too: reads that answer at once never
+            // let the timeout see the deadline.
+            let next = if deadline.is_past() {
+                None
+            } else {
+                tokio::time::timeout_at(finish_by, reads.next()).await.ok()
+            };
+            let read = match next {
+                Some(Some(read)) => read,
+                Some(None) => break,
+                None => {
+                    return Err(Error::MergeDeadline {
+                        merged,
+                        total: to_merge,
+                    });
+                }
+            };
             let (stored, bytes) = read?;
             let answer = partial::open(&stored, &bytes)?;
             let merger = match &mut merger {
@@ -263,19 +311,28 @@ impl<S: Store> Handler<S> {
                 None => merger.insert(Merger::new(answer.query.clone(), total, max_groups)?),
             };
             merger.add(&stored.key(), answer)?;
+            merged += 1;
         }
         let merger = merger.ok_or_else(|| BadRequest("no partial was read".into()))?;
         Ok(merger.finish()?)
     }
 
     /// Scan the named segment (or all, one per worker) and aggregate on the
-    /// Rayon pool.
+    /// Rayon pool, outside an invocation (tests, tools): the deadline is
+    /// unknown, so the shared rule's [`Deadline::UNKNOWN_BUDGET`] applies.
     pub async fn aggregate(&self, query: Query, segment: Option<Segment>) -> Result<Answer, Error> {
-        let sources: Vec<Source> = match segment {
+        let sources = self.sources(segment);
+        let unknown = Deadline::from_epoch_ms(0);
+        self.read_and_aggregate(query, sources, segment, unknown)
+            .await
+    }
+
+    /// The named segment, or every segment of a scan with one per worker.
+    fn sources(&self, segment: Option<Segment>) -> Vec<Source> {
+        match segment {
             Some(s) => vec![Source::of(s)],
             None => Source::segments(self.workers).collect(),
-        };
-        self.read_and_aggregate(query, sources, segment).await
+        }
     }
 
     /// Read `sources` and aggregate them on the Rayon pool into an answer
@@ -285,26 +342,30 @@ impl<S: Store> Handler<S> {
         query: Query,
         sources: impl IntoIterator<Item = Source>,
         segment: Option<Segment>,
+        deadline: Deadline,
     ) -> Result<Answer, Error> {
-        let (groups, rows, pages) = self.read(&query, sources).await?;
+        let (groups, rows, pages) = self.read(&query, sources, deadline).await?;
         let mut answer = Answer::new(query, segment, groups, rows)?;
         answer.run.pages = pages;
         Ok(answer)
     }
 
-    /// Validate `query`, read `sources` and aggregate them on the Rayon pool:
-    /// the groups, the rows counted (`matched` included) and the pages read.
+    /// Validate `query`, read `sources` (stopping at `deadline`) and
+    /// aggregate them on the Rayon pool: the groups, the rows counted
+    /// (`matched` included) and the pages read.
     async fn read(
         &self,
         query: &Query,
         sources: impl IntoIterator<Item = Source>,
+        deadline: Deadline,
     ) -> Result<(Vec<Group>, Rows, u64), Error> {
         let window = query.validate()?;
+        let max_rows = self.config.max_rows;
         let Scanned {
             batches,
             mut rows,
             pages,
-        } = scan(&self.store, sources, query.group_by, self.config.max_rows).await?;
+        } = scan(&self.store, sources, query.group_by, max_rows, deadline).await?;
         let (groups, matched) =
             shared::pool::run("aggregation", move || aggregate(batches, window)).await??;
         rows.matched = matched;

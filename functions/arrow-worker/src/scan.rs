@@ -9,6 +9,12 @@
 //! page's items before the next request. Handing each page to the pool would
 //! add a hop per page and keep the items alive longer; the CPU-heavy step, the
 //! aggregation over all rows, does run on the pool (see `handler.rs`).
+//!
+//! A scan stops at the invocation's [`Deadline`]: no page is requested once
+//! it is past, and a page request still unanswered then is abandoned. The
+//! invocation then fails with `DeadlineTooShort` while it can still answer,
+//! instead of being stopped by Lambda with nothing said (a timeout also costs
+//! the execution environment: the next invocation is a cold start).
 
 use crate::answer::Rows;
 use crate::columns::to_batch;
@@ -16,6 +22,7 @@ use crate::query::GroupBy;
 use crate::store::{Source, Store, StoreError};
 use arrow_array::RecordBatch;
 use futures::future::try_join_all;
+use shared::invocation::Deadline;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// What a scan read.
@@ -40,23 +47,47 @@ pub enum ScanError {
         "more than {0} rows (MAX_ROWS) in one invocation: fan out over more segments (see the state machine in template.yaml)"
     )]
     TooManyRows(u64),
+    /// The invocation's deadline came before the last page.
+    #[error(
+        "the scan stopped at the invocation's deadline after {pages} page(s), {rows} row(s): fan out over more segments (the state machine's total_segments) or raise the function's Timeout (template.yaml)"
+    )]
+    Deadline {
+        /// Pages read by then.
+        pages: u64,
+        /// Items read by then.
+        rows: u64,
+    },
 }
 
 /// Read `sources` concurrently, keyed by `group_by`, stopping with an error
-/// once more than `max_rows` items were read.
+/// once more than `max_rows` items were read or at `deadline`.
 pub async fn scan<S: Store>(
     store: &S,
     sources: impl IntoIterator<Item = Source>,
     group_by: GroupBy,
     max_rows: u64,
+    deadline: Deadline,
 ) -> Result<Scanned, ScanError> {
-    let read = AtomicU64::new(0);
-    let read = &read;
+    let (read, pages) = (AtomicU64::new(0), AtomicU64::new(0));
+    let (read, pages) = (&read, &pages);
+    let late = || ScanError::Deadline {
+        pages: pages.load(Ordering::Relaxed),
+        rows: read.load(Ordering::Relaxed),
+    };
+    let finish_by = tokio::time::Instant::from_std(deadline.instant());
     let parts = try_join_all(sources.into_iter().map(|source| async move {
         let mut part = Scanned::default();
         let mut start = None;
         loop {
-            let page = store.read_page(&source, start).await?;
+            // Checked before each request too: a store that answers at once
+            // never lets the timeout below see the deadline.
+            if deadline.is_past() {
+                return Err(late());
+            }
+            let page = tokio::time::timeout_at(finish_by, store.read_page(&source, start))
+                .await
+                .map_err(|_| late())??;
+            pages.fetch_add(1, Ordering::Relaxed);
             let items = page.items.len() as u64;
             if read.fetch_add(items, Ordering::Relaxed) + items > max_rows {
                 return Err(ScanError::TooManyRows(max_rows));
@@ -92,4 +123,99 @@ pub async fn scan<S: Store>(
         all.pages += part.pages;
     }
     Ok(all)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::columns::Item;
+    use crate::store::{ObjectError, Page};
+    use std::time::{Duration, Instant};
+
+    /// A table of empty pages, each naming a next one, up to `pages` requests
+    /// (then the last); with `hangs`, no request is ever answered.
+    #[derive(Default)]
+    struct Endless {
+        hangs: bool,
+        pages: u64,
+        requests: AtomicU64,
+    }
+
+    impl Store for Endless {
+        async fn read_page(&self, _: &Source, _: Option<Item>) -> Result<Page, StoreError> {
+            let n = self.requests.fetch_add(1, Ordering::Relaxed) + 1;
+            if self.hangs {
+                std::future::pending::<()>().await;
+            }
+            let next = (n < self.pages).then(Item::new);
+            Ok(Page {
+                items: Vec::new(),
+                next,
+            })
+        }
+
+        async fn save_report(&self, _: &str, _: String) -> Result<(), StoreError> {
+            Ok(())
+        }
+
+        async fn put_object(&self, _: &str, _: Vec<u8>) -> Result<(), ObjectError> {
+            Ok(())
+        }
+
+        async fn get_object(&self, _: &str, _: usize) -> Result<Vec<u8>, ObjectError> {
+            Ok(Vec::new())
+        }
+    }
+
+    fn in_ms(ms: u64) -> Deadline {
+        Deadline::at(Instant::now() + Duration::from_millis(ms))
+    }
+
+    #[tokio::test]
+    async fn paging_stops_at_the_deadline() {
+        // Far more pages than 50 ms can read: only the deadline ends the scan.
+        let store = Endless {
+            pages: u64::MAX,
+            ..Endless::default()
+        };
+        let result = scan(&store, Source::segments(2), GroupBy::Day, 10, in_ms(50)).await;
+        let Err(ScanError::Deadline { pages, rows }) = result else {
+            panic!("{result:?}");
+        };
+        assert!(pages > 0 && rows == 0, "{pages} pages, {rows} rows");
+        assert_eq!(pages, store.requests.load(Ordering::Relaxed));
+        // The same table, shorter, is read to its end.
+        let store = Endless {
+            pages: 5,
+            ..Endless::default()
+        };
+        let scanned = scan(&store, Source::segments(1), GroupBy::Day, 10, in_ms(60_000)).await;
+        assert_eq!(scanned.map(|s| s.pages).ok(), Some(5));
+    }
+
+    #[tokio::test]
+    async fn a_request_unanswered_at_the_deadline_is_abandoned() {
+        let store = Endless {
+            hangs: true,
+            ..Endless::default()
+        };
+        let scan = scan(&store, Source::segments(3), GroupBy::Day, 10, in_ms(50));
+        let result = tokio::time::timeout(Duration::from_secs(10), scan).await;
+        assert!(
+            matches!(result, Ok(Err(ScanError::Deadline { pages: 0, rows: 0 }))),
+            "{result:?}"
+        );
+        assert_eq!(store.requests.load(Ordering::Relaxed), 3);
+    }
+
+    #[tokio::test]
+    async fn a_past_deadline_requests_nothing() {
+        let store = Endless::default();
+        let result = scan(&store, Source::segments(4), GroupBy::Day, 10, in_ms(0)).await;
+        assert!(
+            matches!(result, Err(ScanError::Deadline { pages: 0, rows: 0 })),
+            "{result:?}"
+        );
+        assert_eq!(store.requests.load(Ordering::Relaxed), 0);
+    }
 }

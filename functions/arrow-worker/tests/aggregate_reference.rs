@@ -134,6 +134,7 @@ fn handler(items: Vec<Item>, page_size: usize, workers: usize) -> Handler<Memory
 
 fn run<T>(future: impl Future<Output = T>) -> T {
     tokio::runtime::Builder::new_current_thread()
+        .enable_time()
         .build()
         .expect("runtime")
         .block_on(future)

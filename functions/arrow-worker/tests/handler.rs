@@ -339,3 +339,32 @@ async fn an_answer_over_six_mb_is_stored_and_answered_by_its_key() {
     assert_eq!(answer["groups_total"], groups);
     assert_eq!(body["groups_total"], groups);
 }
+
+#[tokio::test]
+async fn work_past_the_deadline_fails_with_deadline_too_short() {
+    let (w, store) = handler(arrow::items(200, 10, 5));
+    let query = json!({"group_by": "day"});
+    let refs = stored_fan_out(&w, &query, 2, "run-late").await;
+    // An invocation whose deadline is already past (1 ms after the epoch).
+    let mut late = lambda_runtime::Context::default();
+    late.deadline = 1;
+    let read_before = store.items_read();
+    for payload in [
+        json!({"operation": "aggregate", "query": query}),
+        json!({"operation": "aggregate", "query": query, "segment": 0, "total_segments": 2, "run_id": "run-2"}),
+        json!({"operation": "daily_report", "day": "2026-11-12"}),
+        json!({"operation": "merge_stored", "partials": refs}),
+    ] {
+        let err = w
+            .handle(LambdaEvent::new(payload.clone(), late.clone()))
+            .await
+            .unwrap_err();
+        assert_eq!(err.error_type, "DeadlineTooShort", "{payload}: {err:?}");
+        assert!(err.error_message.contains("deadline"), "{err:?}");
+    }
+    assert_eq!(store.items_read(), read_before, "no page read after it");
+    // A request refused as sent still says why, deadline or not.
+    let bad = json!({"operation": "aggregate", "query": {"group_by": "day", "limit": 0}});
+    let err = w.handle(LambdaEvent::new(bad, late)).await.unwrap_err();
+    assert_eq!(err.error_type, "InvalidRequest");
+}

@@ -1,18 +1,25 @@
 //! The scan: every page of the requested segments, read concurrently, turned
-//! into batches; malformed items counted; `MAX_ROWS` enforced.
+//! into batches; malformed items counted; `MAX_ROWS` enforced. (Stopping at
+//! the deadline: the unit tests of `scan.rs`.)
 
 use arrow_worker::query::GroupBy;
 use arrow_worker::scan::scan;
 use arrow_worker::store::Source;
+use shared::invocation::Deadline;
 use std::collections::HashMap;
 use testkit::arrow::{self, MemoryStore};
+
+/// A deadline no test reaches.
+fn far() -> Deadline {
+    Deadline::at(std::time::Instant::now() + std::time::Duration::from_secs(3_600))
+}
 
 #[tokio::test]
 async fn every_segment_is_read_once_and_malformed_items_are_counted() {
     let mut items = arrow::items(50, 7, 3);
     items.push(HashMap::new());
     let store = MemoryStore::new(items, 8);
-    let scanned = scan(&store, Source::segments(4), GroupBy::Customer, 1_000)
+    let scanned = scan(&store, Source::segments(4), GroupBy::Customer, 1_000, far())
         .await
         .unwrap();
     let rows: usize = scanned.batches.iter().map(|b| b.num_rows()).sum();
@@ -25,7 +32,7 @@ async fn every_segment_is_read_once_and_malformed_items_are_counted() {
 #[tokio::test]
 async fn too_many_rows_is_a_clear_error() {
     let store = MemoryStore::new(arrow::items(50, 7, 3), 8);
-    let err = scan(&store, Source::segments(1), GroupBy::Day, 20)
+    let err = scan(&store, Source::segments(1), GroupBy::Day, 20, far())
         .await
         .unwrap_err();
     assert!(err.to_string().contains("more than 20 rows"), "{err}");

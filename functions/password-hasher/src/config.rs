@@ -2,9 +2,9 @@
 
 use shared::config::{ConfigError, Env, number_or};
 
-/// Validated limits.
+/// The validated settings: the limits a request must keep.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Limits {
+pub struct Config {
     /// `BATCH_LIMIT`: most passwords (or pairs) per request, 1 to 10,000 (default 1,000).
     pub batch: usize,
     /// `MIN_COST`: lowest bcrypt cost accepted, 4 to 31 (default 4).
@@ -14,7 +14,7 @@ pub struct Limits {
     pub max_cost: u32,
 }
 
-impl Default for Limits {
+impl Default for Config {
     fn default() -> Self {
         Self {
             batch: 1_000,
@@ -24,7 +24,7 @@ impl Default for Limits {
     }
 }
 
-impl Limits {
+impl Config {
     /// Read the three settings.
     pub fn from_env(env: &dyn Env) -> Result<Self, ConfigError> {
         let d = Self::default();
@@ -46,8 +46,8 @@ mod tests {
 
     #[test]
     fn defaults_and_overrides() {
-        assert_eq!(Limits::from_env(&[]), Ok(Limits::default()));
-        let l = Limits::from_env(&[("BATCH_LIMIT", "10"), ("MIN_COST", "5"), ("MAX_COST", "5")])
+        assert_eq!(Config::from_env(&[]), Ok(Config::default()));
+        let l = Config::from_env(&[("BATCH_LIMIT", "10"), ("MIN_COST", "5"), ("MAX_COST", "5")])
             .expect("valid");
         assert_eq!((l.batch, l.min_cost, l.max_cost), (10, 5, 5));
     }
@@ -61,10 +61,10 @@ mod tests {
             ([("MAX_COST", "32")], "MAX_COST"),
             ([("MAX_COST", "x")], "MAX_COST"),
         ] {
-            assert_eq!(Limits::from_env(&env).expect_err(setting).setting, setting);
+            assert_eq!(Config::from_env(&env).expect_err(setting).setting, setting);
         }
         // MAX_COST below MIN_COST.
-        let err = Limits::from_env(&[("MIN_COST", "10"), ("MAX_COST", "8")]).expect_err("order");
+        let err = Config::from_env(&[("MIN_COST", "10"), ("MAX_COST", "8")]).expect_err("order");
         assert_eq!(err.setting, "MAX_COST");
     }
 }

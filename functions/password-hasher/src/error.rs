@@ -34,7 +34,7 @@ pub enum Error {
         cost: u32,
         /// Pool threads sharing them.
         workers: usize,
-        /// The CPU they share, in vCPUs (see [`crate::hashing::parallelism`]).
+        /// The CPU they share, in vCPUs (see [`crate::calibration::parallelism`]).
         vcpus: f64,
         /// How long they would take, from the cold-start calibration.
         estimate: Duration,

@@ -18,12 +18,12 @@
 //!   [`hashing::on_pool`] and awaited through a oneshot channel, so the
 //!   tokio thread never runs a hash.
 //!
-//! A batch whose estimated time ([`Estimator`](hashing::Estimator), see
+//! A batch whose estimated time ([`Estimator`](calibration::Estimator), see
 //! [`Estimates`]) would not fit before the
 //! invocation's [`Deadline`] (the shared rule) is refused before any hashing.
 
-use crate::calibration::Estimates;
-use crate::config::Limits;
+use crate::calibration::{self, Estimates};
+use crate::config::Config;
 use crate::error::Error;
 use crate::hashing;
 use crate::request::{self, Request};
@@ -40,15 +40,15 @@ const DEADLINE_SHARE: f64 = 0.8;
 /// Serves invocations; created once at cold start.
 #[derive(Debug, Clone)]
 pub struct Handler {
-    limits: Limits,
+    limits: Config,
     estimates: Estimates,
     init: shared::Init,
 }
 
 impl Handler {
     /// A handler for the pool `init` built, with `limits`, timed by
-    /// `estimates` (an [`Estimator`](hashing::Estimator) for a fixed one).
-    pub fn new(init: shared::Init, limits: Limits, estimates: impl Into<Estimates>) -> Self {
+    /// `estimates` (an [`Estimator`](calibration::Estimator) for a fixed one).
+    pub fn new(init: shared::Init, limits: Config, estimates: impl Into<Estimates>) -> Self {
         Self {
             limits,
             estimates: estimates.into(),
@@ -147,7 +147,7 @@ impl Handler {
                 hashes,
                 cost,
                 workers,
-                vcpus: hashing::parallelism(vcpus),
+                vcpus: calibration::parallelism(vcpus),
                 estimate,
                 left,
             });
@@ -205,7 +205,7 @@ pub fn is_function_url(event: &Value) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::hashing::Estimator;
+    use crate::calibration::Estimator;
     use base64::Engine;
     use std::time::Duration;
 
@@ -220,7 +220,7 @@ mod tests {
             available: 64,
         })
         .expect("vcpus");
-        Handler::new(init, Limits::default(), estimator)
+        Handler::new(init, Config::default(), estimator)
     }
 
     /// Two workers on two whole vCPUs.
@@ -239,7 +239,7 @@ mod tests {
     }
 
     fn valid(request: Value) -> Request {
-        request::from_value(request, &Limits::default()).expect("a valid request")
+        request::from_value(request, &Config::default()).expect("a valid request")
     }
 
     #[tokio::test]
@@ -295,7 +295,7 @@ mod tests {
             items[13] = bad;
             let request = request::from_value(
                 json!({"operation": "verify", "items": items}),
-                &Limits::default(),
+                &Config::default(),
             )
             .expect("one bad pair does not refuse the batch");
             let answer = h.serve(request, soon()).await.expect("verify");
@@ -341,7 +341,7 @@ mod tests {
         .expect("vcpus");
         let handler = Handler::new(
             init,
-            Limits::default(),
+            Config::default(),
             crate::calibration::Estimates::on_demand(),
         );
         let deadline = || Deadline::at(Instant::now() + Duration::from_secs(1));

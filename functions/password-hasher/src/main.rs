@@ -1,7 +1,7 @@
 //! Password hasher: bcrypt hash and verify batches on the Rayon pool.
 
 use lambda_runtime::service_fn;
-use password_hasher::{calibration::Estimates, config::Limits, handler::Handler};
+use password_hasher::{calibration::Estimates, config::Config, handler::Handler};
 
 // This binary's allocator: `Mimalloc`, `Jemalloc`, `Snmalloc` or `System`
 // (with the same feature of `shared` in Cargo.toml; `System` needs none).
@@ -9,10 +9,10 @@ shared::global_allocator!(Mimalloc);
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_runtime::Error> {
-    let (init, limits) = shared::start_or_exit(Limits::from_env);
+    let (init, config) = shared::start_or_exit(Config::from_env);
     // The yardstick for refusing work that cannot finish before an
     // invocation's deadline: a cautious prior, calibrated on the pool only
     // when the prior would refuse a request (calibration.rs).
-    let handler = Handler::new(init.clone(), limits, Estimates::on_demand());
+    let handler = Handler::new(init.clone(), config, Estimates::on_demand());
     shared::run(&init, service_fn(|event| handler.handle(event))).await
 }

@@ -27,7 +27,7 @@
 //! Parsing runs on the tokio thread that serves the invocation: it is linear
 //! in the payload, which Lambda bounds at 6 MB.
 
-use crate::config::Limits;
+use crate::config::Config;
 use crate::secret::{Secret, wipe_json};
 use base64::Engine;
 use serde_json::value::RawValue;
@@ -160,14 +160,14 @@ pub fn payload(raw: Box<RawValue>) -> Result<Value, Invalid> {
 /// Parse and validate a request that is already JSON (a direct invocation's
 /// payload), taking it whole: passwords move into the request, the rest of
 /// the value is wiped.
-pub fn from_value(value: Value, limits: &Limits) -> Result<Request, Invalid> {
+pub fn from_value(value: Value, limits: &Config) -> Result<Request, Invalid> {
     let mut value = Incoming(value);
     parse_object(&mut value.0, limits)
 }
 
 /// Parse and validate a request body (JSON bytes), reading it into a value
 /// once. The caller owns, and wipes, `body`.
-pub fn parse(body: &[u8], limits: &Limits) -> Result<Request, Invalid> {
+pub fn parse(body: &[u8], limits: &Config) -> Result<Request, Invalid> {
     from_value(json(body)?, limits)
 }
 
@@ -185,7 +185,7 @@ fn json(bytes: &[u8]) -> Result<Value, Invalid> {
 /// Parse and validate the request in a Function URL event (payload format
 /// 2.0): its `body`, base64-decoded when `isBase64Encoded`. The event, its
 /// body and the decoded bytes are wiped.
-pub fn from_function_url(event: Value, limits: &Limits) -> Result<Request, Invalid> {
+pub fn from_function_url(event: Value, limits: &Config) -> Result<Request, Invalid> {
     let mut event = Incoming(event);
     let body = match event.0.get_mut("body") {
         Some(Value::String(body)) => Zeroizing::new(std::mem::take(body)),
@@ -209,7 +209,7 @@ fn decode_base64(text: &str) -> Result<Zeroizing<Vec<u8>>, Invalid> {
     Ok(bytes)
 }
 
-fn parse_object(value: &mut Value, limits: &Limits) -> Result<Request, Invalid> {
+fn parse_object(value: &mut Value, limits: &Config) -> Result<Request, Invalid> {
     let object = value
         .as_object_mut()
         .ok_or_else(|| invalid("request must be a JSON object"))?;
@@ -242,7 +242,7 @@ fn only_fields(object: &Map<String, Value>, allowed: &[&str], what: &str) -> Res
 fn batch<'a>(
     object: &'a mut Map<String, Value>,
     field: &str,
-    limits: &Limits,
+    limits: &Config,
 ) -> Result<&'a mut Vec<Value>, Invalid> {
     let list = object
         .get_mut(field)
@@ -270,7 +270,7 @@ fn secret(value: &mut Value, place: &str) -> Result<Secret, Invalid> {
     }
 }
 
-fn parse_hash(object: &mut Map<String, Value>, limits: &Limits) -> Result<Request, Invalid> {
+fn parse_hash(object: &mut Map<String, Value>, limits: &Config) -> Result<Request, Invalid> {
     only_fields(
         object,
         &["operation", "cost", "passwords"],
@@ -302,7 +302,7 @@ fn parse_hash(object: &mut Map<String, Value>, limits: &Limits) -> Result<Reques
     })
 }
 
-fn parse_verify(object: &mut Map<String, Value>, limits: &Limits) -> Result<Request, Invalid> {
+fn parse_verify(object: &mut Map<String, Value>, limits: &Config) -> Result<Request, Invalid> {
     only_fields(object, &["operation", "items"], "a verify request")?;
     let items = batch(object, "items", limits)?
         .iter_mut()
@@ -340,8 +340,8 @@ mod tests {
 
     /// Both roads in, the value itself and its bytes, with the same verdict.
     fn parse_value(v: Value) -> Result<Request, Invalid> {
-        let from_bytes = parse(v.to_string().as_bytes(), &Limits::default());
-        let from_value = from_value(v, &Limits::default());
+        let from_bytes = parse(v.to_string().as_bytes(), &Config::default());
+        let from_value = from_value(v, &Config::default());
         assert_eq!(from_bytes, from_value);
         from_value
     }
@@ -358,7 +358,7 @@ mod tests {
     #[test]
     fn function_url_bodies_as_text_or_base64() {
         let body = r#"{"operation":"hash","cost":4,"passwords":["pw"]}"#;
-        let limits = Limits::default();
+        let limits = Config::default();
         let expected = parse(body.as_bytes(), &limits).expect("valid");
         assert_eq!(
             from_function_url(url_event(body, None), &limits),
@@ -497,7 +497,7 @@ mod tests {
             ),
         ];
         for (body, expected) in cases {
-            let err = parse(&body, &Limits::default()).expect_err(expected);
+            let err = parse(&body, &Config::default()).expect_err(expected);
             assert!(
                 err.0.contains(expected),
                 "{}: {}",
@@ -603,7 +603,7 @@ mod tests {
         }
         let truncated = format!("{{\"operation\": \"hash\", \"passwords\": [\"{SECRET}");
         assert!(
-            !parse(truncated.as_bytes(), &Limits::default())
+            !parse(truncated.as_bytes(), &Config::default())
                 .expect_err("eof")
                 .0
                 .contains("hunter2")

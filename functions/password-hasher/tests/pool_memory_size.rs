@@ -3,13 +3,13 @@
 
 mod common;
 
-use password_hasher::config::Limits;
+use password_hasher::config::Config;
 
 #[tokio::test]
 async fn memory_size_sets_the_threads_that_hash() {
-    let (init, _limits) = shared::start(
+    let (init, _config) = shared::start(
         &[("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "1769")],
-        Limits::from_env,
+        Config::from_env,
     )
     .expect("start");
     assert_eq!(init.vcpus.workers, 1);

@@ -3,11 +3,11 @@
 
 mod common;
 
-use password_hasher::config::Limits;
+use password_hasher::config::Config;
 
 #[tokio::test]
 async fn worker_count_override_sets_the_threads_that_hash() {
-    let (init, _limits) = shared::start(&[("WORKER_COUNT", "3")], Limits::from_env).expect("start");
+    let (init, _config) = shared::start(&[("WORKER_COUNT", "3")], Config::from_env).expect("start");
     assert_eq!(init.vcpus.workers, 3);
     let names = common::thread_names(24).await;
     let mut distinct = names.clone();

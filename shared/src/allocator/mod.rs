@@ -67,10 +67,10 @@ macro_rules! global_allocator {
 
         #[cfg(any(target_os = "linux", target_os = "android"))]
         #[used]
-        // SAFETY: `.init_array` holds pointers to functions the loader calls
-        // once, before `main`, with no arguments; `declare` is such a function
-        // and allocates nothing. The priority (00100) runs it before the
-        // allocators' own constructors, which have none or a higher one.
+        // The priority (00100) runs it before the allocators' own
+        // constructors, which have none or a higher one.
+        // SAFETY: the loader calls each `.init_array` entry once, before
+        // `main`, with no arguments; `declare` is such a function.
         #[unsafe(link_section = ".init_array.00100")]
         static DECLARE_GLOBAL_ALLOCATOR: extern "C" fn() = {
             extern "C" fn declare() {
@@ -110,22 +110,26 @@ macro_rules! forward_global_alloc {
         // SAFETY: every method forwards to `$inner` with the caller's own
         // arguments, so `$inner`'s `GlobalAlloc` contract is this one's.
         unsafe impl std::alloc::GlobalAlloc for $name {
+            // SAFETY: the caller's contract is `GlobalAlloc::alloc`'s.
             #[inline]
             unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
                 // SAFETY: the caller upholds `alloc`'s contract.
                 unsafe { $inner.alloc(layout) }
             }
+            // SAFETY: the caller's contract is `GlobalAlloc::alloc_zeroed`'s.
             #[inline]
             unsafe fn alloc_zeroed(&self, layout: std::alloc::Layout) -> *mut u8 {
                 // SAFETY: the caller upholds `alloc_zeroed`'s contract.
                 unsafe { $inner.alloc_zeroed(layout) }
             }
+            // SAFETY: the caller's contract is `GlobalAlloc::dealloc`'s.
             #[inline]
             unsafe fn dealloc(&self, ptr: *mut u8, layout: std::alloc::Layout) {
                 // SAFETY: the caller upholds `dealloc`'s contract; `ptr` came
                 // from this allocator, so from `$inner`.
                 unsafe { $inner.dealloc(ptr, layout) }
             }
+            // SAFETY: the caller's contract is `GlobalAlloc::realloc`'s.
             #[inline]
             unsafe fn realloc(
                 &self,

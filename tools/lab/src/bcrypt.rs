@@ -4,7 +4,8 @@
 //! function's own batch path over 1..=cores threads.
 
 use super::probes::Probes;
-use super::{Scale, median};
+use super::scale::Scale;
+use super::stats::median;
 use serde_json::Value;
 
 /// The bcrypt cost of the full lab's batch.
@@ -135,6 +136,22 @@ fn from_probe(out: &Value, rounds: usize, threads: usize) -> Result<Bcrypt, Stri
             batch: Some(own_batch),
         },
     ];
+    let scaling = scaling(out, threads)?;
+    Ok(Bcrypt {
+        cost: u32::try_from(number("cost")?).map_err(|e| e.to_string())?,
+        batch: number("batch")?,
+        rounds,
+        candidates,
+        lane_curve,
+        shipped_lanes,
+        differing: differing(out)?,
+        scaling,
+    })
+}
+
+/// (threads, seconds) of the function's batch path at each of the `threads`
+/// pool sizes, each time finite and more than 0.
+fn scaling(out: &Value, threads: usize) -> Result<Vec<(usize, f64)>, String> {
     let scaling: Vec<(usize, f64)> = out["threads_seconds"]
         .as_array()
         .into_iter()
@@ -145,21 +162,17 @@ fn from_probe(out: &Value, rounds: usize, threads: usize) -> Result<Bcrypt, Stri
     if scaling.len() != threads {
         return Err(format!("not {threads} pool sizes in threads_seconds"));
     }
-    Ok(Bcrypt {
-        cost: u32::try_from(number("cost")?).map_err(|e| e.to_string())?,
-        batch: number("batch")?,
-        rounds,
-        candidates,
-        lane_curve,
-        shipped_lanes,
-        differing: out["differing"]
-            .as_array()
-            .ok_or("no differing")?
-            .iter()
-            .map(|d| d.as_str().unwrap_or("?").to_owned())
-            .collect(),
-        scaling,
-    })
+    Ok(scaling)
+}
+
+/// The candidates whose hashes differ from the `bcrypt` crate's.
+fn differing(out: &Value) -> Result<Vec<String>, String> {
+    Ok(out["differing"]
+        .as_array()
+        .ok_or("no differing")?
+        .iter()
+        .map(|d| d.as_str().unwrap_or("?").to_owned())
+        .collect())
 }
 
 /// The lanes and the per-round ms of `candidate` in `list` (with `lanes`, if

@@ -2,8 +2,8 @@
 //! emulator (release build from `sam build`), and the size of each bootstrap
 //! for x86_64 and arm64.
 
-use super::median;
 use super::stack::{init_durations_ms, logs_dir};
+use super::stats::median;
 use local_stack::template::Template;
 use local_stack::{tools, workspace_root};
 use std::path::PathBuf;

@@ -18,9 +18,10 @@
 
 use super::cold_start::{BUILD_DIRS, bootstrap};
 use super::probes::Probes;
+use super::scale::Scale;
 use super::stack::{Tables, init_durations_ms, logs_dir};
+use super::stats::median;
 use super::tuning::failure;
-use super::{Scale, median};
 use local_stack::emulator::{Emulator, Invocation};
 use local_stack::moto::{self, Moto};
 use local_stack::template::{Function, Template};
@@ -224,29 +225,10 @@ pub fn measure(
                     )?);
                 }
             }
-            for (variant, measured) in variants.iter().zip(by_variant) {
-                rows.push(Row {
-                    function: spec.logical_id.clone(),
-                    memory_mb: spec.memory_mb,
-                    size: request.size,
-                    request: request.description.clone(),
-                    variant: *variant,
-                    starts: measured,
-                });
-            }
+            rows.extend(rows_of(&spec, &request, &variants, by_variant));
         }
     }
-    let tls_starts = match scale {
-        Scale::Full => 9,
-        Scale::Quick => 1,
-    };
-    let tls = super::tls::measure(
-        &probes.path("mimalloc", "lab_tls")?,
-        &stack.fronts[0].endpoint(),
-        &stack.ca_file,
-        tls_starts,
-        tick,
-    )?;
+    let tls = tls_cold_cost(scale, probes, &stack, tick)?;
     Ok(FirstInvocation {
         rows,
         floors,
@@ -259,27 +241,138 @@ pub fn measure(
     })
 }
 
-type Plan = Vec<(&'static str, Vec<Request>, Vec<Variant>)>;
+/// One row per variant of `request`, from its fresh environments.
+fn rows_of(
+    spec: &Function,
+    request: &Request,
+    variants: &[Variant],
+    by_variant: Vec<Vec<Start>>,
+) -> Vec<Row> {
+    variants
+        .iter()
+        .zip(by_variant)
+        .map(|(variant, measured)| Row {
+            function: spec.logical_id.clone(),
+            memory_mb: spec.memory_mb,
+            size: request.size,
+            request: request.description.clone(),
+            variant: *variant,
+            starts: measured,
+        })
+        .collect()
+}
+
+/// The TLS client's cold cost (the `lab_tls` probe) against the DynamoDB front.
+fn tls_cold_cost(
+    scale: Scale,
+    probes: &Probes,
+    stack: &Stack,
+    tick: &dyn Fn(&str),
+) -> Result<Vec<super::tls::Row>, String> {
+    let tls_starts = match scale {
+        Scale::Full => 9,
+        Scale::Quick => 1,
+    };
+    super::tls::measure(
+        &probes.path("mimalloc", "lab_tls")?,
+        &stack.fronts[0].endpoint(),
+        &stack.ca_file,
+        tls_starts,
+        tick,
+    )
+}
+
+/// A function's binary, its requests and the variants each runs in.
+type FunctionPlan = (&'static str, Vec<Request>, Vec<Variant>);
+type Plan = Vec<FunctionPlan>;
 
 /// Each function's requests and variants.
 fn plan(typical_orders: u64, large_orders: u64) -> Result<Plan, String> {
+    let (hash_event, by_customer) = (
+        sample("password-hasher", "hash.json")?,
+        sample("arrow-worker", "report-by-customer.json")?,
+    );
+    Ok(vec![
+        // Order ids of the order processor's batches start past the worker's table.
+        order_processor_plan(large_orders),
+        password_hasher_plan(hash_event),
+        arrow_worker_plan(typical_orders, large_orders, by_customer),
+    ])
+}
+
+/// The body of `events/<function>/<file>`.
+fn sample(function: &str, file: &str) -> Result<String, String> {
+    local_stack::events::of(function)?
+        .into_iter()
+        .find(|(path, _)| path.ends_with(file))
+        .map(|(_, body)| body)
+        .ok_or_else(|| format!("events/{function}/{file} is missing"))
+}
+
+/// SQS batches of new orders, their ids from `after` on.
+fn order_processor_plan(after: u64) -> FunctionPlan {
+    (
+        "order-processor",
+        vec![
+            Request {
+                size: "small",
+                description: "an SQS batch of 1 new order".into(),
+                event: Box::new(move |n| orders_event(after + n * 10, 1, 1)),
+            },
+            Request {
+                size: "typical",
+                description: "an SQS batch of 10 new orders".into(),
+                event: Box::new(move |n| orders_event(after + n * 10, 10, 1)),
+            },
+            Request {
+                size: "large",
+                description: format!(
+                    "an SQS batch of 10 new orders of {} items each",
+                    order_processor::order::MAX_ITEMS
+                ),
+                event: Box::new(move |n| {
+                    orders_event(after + n * 10, 10, order_processor::order::MAX_ITEMS)
+                }),
+            },
+        ],
+        vec![SHIPPED, NO_CONNECTIONS],
+    )
+}
+
+/// Batches of hashes, the typical one the sample event `hash_event`.
+fn password_hasher_plan(hash_event: String) -> FunctionPlan {
     let hash = |cost: u32, count: usize| {
         let passwords: Vec<String> = (0..count)
             .map(|i| format!("correct horse battery staple {i}"))
             .collect();
         json!({ "operation": "hash", "cost": cost, "passwords": passwords }).to_string()
     };
-    let sample = |function: &str, file: &str| -> Result<String, String> {
-        local_stack::events::of(function)?
-            .into_iter()
-            .find(|(path, _)| path.ends_with(file))
-            .map(|(_, body)| body)
-            .ok_or_else(|| format!("events/{function}/{file} is missing"))
-    };
-    let (hash_event, by_customer) = (
-        sample("password-hasher", "hash.json")?,
-        sample("arrow-worker", "report-by-customer.json")?,
-    );
+    (
+        "password-hasher",
+        vec![
+            Request {
+                size: "small",
+                description: "one hash at cost 4".into(),
+                event: Box::new(move |_| hash(4, 1)),
+            },
+            Request {
+                size: "typical",
+                description: "`events/password-hasher/hash.json` (2 hashes at cost 10)".into(),
+                event: Box::new(move |_| hash_event.clone()),
+            },
+            Request {
+                size: "large",
+                description: "16 hashes at cost 10".into(),
+                event: Box::new(move |_| hash(10, 16)),
+            },
+        ],
+        vec![SHIPPED],
+    )
+}
+
+/// A day's report, the sample event `by_customer` over the typical table,
+/// and every customer over the large one; in every pre-warm variant.
+fn arrow_worker_plan(typical_orders: u64, large_orders: u64, by_customer: String) -> FunctionPlan {
     let day = |n: u64| testkit::orders::order(n).created_at[..10].to_owned();
     // The last day of the typical table: its fewest orders.
     let small_day = day(typical_orders - 1);
@@ -287,93 +380,42 @@ fn plan(typical_orders: u64, large_orders: u64) -> Result<Plan, String> {
     let large =
         json!({ "operation": "aggregate", "query": { "group_by": "customer", "limit": 20_000 } })
             .to_string();
-    // Order ids of the order processor's batches start past the worker's table.
-    let after = large_orders;
-    Ok(vec![
-        (
-            "order-processor",
-            vec![
-                Request {
-                    size: "small",
-                    description: "an SQS batch of 1 new order".into(),
-                    event: Box::new(move |n| orders_event(after + n * 10, 1, 1)),
-                },
-                Request {
-                    size: "typical",
-                    description: "an SQS batch of 10 new orders".into(),
-                    event: Box::new(move |n| orders_event(after + n * 10, 10, 1)),
-                },
-                Request {
-                    size: "large",
-                    description: format!(
-                        "an SQS batch of 10 new orders of {} items each",
-                        order_processor::order::MAX_ITEMS
-                    ),
-                    event: Box::new(move |n| {
-                        orders_event(after + n * 10, 10, order_processor::order::MAX_ITEMS)
-                    }),
-                },
-            ],
-            vec![SHIPPED, NO_CONNECTIONS],
-        ),
-        (
-            "password-hasher",
-            vec![
-                Request {
-                    size: "small",
-                    description: "one hash at cost 4".into(),
-                    event: Box::new(move |_| hash(4, 1)),
-                },
-                Request {
-                    size: "typical",
-                    description: "`events/password-hasher/hash.json` (2 hashes at cost 10)".into(),
-                    event: Box::new(move |_| hash_event.clone()),
-                },
-                Request {
-                    size: "large",
-                    description: "16 hashes at cost 10".into(),
-                    event: Box::new(move |_| hash(10, 16)),
-                },
-            ],
-            vec![SHIPPED],
-        ),
-        (
-            "arrow-worker",
-            vec![
-                Request {
-                    size: "small",
-                    description: format!(
-                        "the daily report of {} (the last day of {typical_orders} orders)",
-                        day(typical_orders - 1)
-                    ),
-                    event: Box::new(move |_| daily.clone()),
-                },
-                Request {
-                    size: "typical",
-                    description: format!(
-                        "`events/arrow-worker/report-by-customer.json` over {typical_orders} orders"
-                    ),
-                    event: Box::new(move |_| by_customer.clone()),
-                },
-                Request {
-                    size: "large",
-                    description: format!(
-                        "every customer over {large_orders} orders ({} customers)",
-                        large_orders / super::stack::ORDERS_PER_CUSTOMER
-                    ),
-                    event: Box::new(move |_| large.clone()),
-                },
-            ],
-            vec![
-                SHIPPED,
-                NO_CONNECTIONS,
-                NO_PREWARM,
-                PREWARM_INIT,
-                PREWARM_BACKGROUND,
-                PROVISIONED,
-            ],
-        ),
-    ])
+    (
+        "arrow-worker",
+        vec![
+            Request {
+                size: "small",
+                description: format!(
+                    "the daily report of {} (the last day of {typical_orders} orders)",
+                    day(typical_orders - 1)
+                ),
+                event: Box::new(move |_| daily.clone()),
+            },
+            Request {
+                size: "typical",
+                description: format!(
+                    "`events/arrow-worker/report-by-customer.json` over {typical_orders} orders"
+                ),
+                event: Box::new(move |_| by_customer.clone()),
+            },
+            Request {
+                size: "large",
+                description: format!(
+                    "every customer over {large_orders} orders ({} customers)",
+                    large_orders / super::stack::ORDERS_PER_CUSTOMER
+                ),
+                event: Box::new(move |_| large.clone()),
+            },
+        ],
+        vec![
+            SHIPPED,
+            NO_CONNECTIONS,
+            NO_PREWARM,
+            PREWARM_INIT,
+            PREWARM_BACKGROUND,
+            PROVISIONED,
+        ],
+    )
 }
 
 /// An SQS event of `count` valid orders from `first`, each of `items` items

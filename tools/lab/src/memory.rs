@@ -4,7 +4,8 @@
 //! memory stays bounded.
 
 use super::probes::Probes;
-use super::{Scale, median};
+use super::scale::Scale;
+use super::stats::median;
 
 /// Most RSS growth allowed once warm (the LRU cache full), in MiB.
 pub const GROWTH_BOUND_MIB: f64 = 4.0;
@@ -111,7 +112,6 @@ pub struct Run {
     /// Median records per second of handler time over the trials.
     pub records_per_s: f64,
     pub peak_mib: f64,
-    pub cache_entries: u64,
     /// RSS growth the bound applies to (see [`growth`]).
     pub growth_mib: f64,
 }
@@ -196,7 +196,6 @@ fn summarise(setup: Setup, pattern: &Pattern, out: &[serde_json::Value]) -> Resu
         rss,
         records_per_s: median(rates),
         peak_mib: first["peak_rss_mib"].as_f64().unwrap_or(0.0),
-        cache_entries,
     })
 }
 
@@ -290,7 +289,6 @@ mod tests {
             rss: Vec::new(),
             records_per_s: 0.0,
             peak_mib: 0.0,
-            cache_entries: 0,
             growth_mib,
         };
         assert!(check_bounded(&burst, &[run(1.0)]).is_ok());

@@ -11,6 +11,7 @@ use std::path::Path;
 
 use plotters::coord::Shift;
 use plotters::coord::ranged1d::{AsRangedCoord, ValueFormatter};
+use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
@@ -159,6 +160,26 @@ where
     X: AsRangedCoord<Value = f64>,
     X::CoordDescType: Ranged<ValueType = f64> + ValueFormatter<f64>,
 {
+    let mut ctx = axes(root, chart, x, y, x_fmt)?;
+    series_and_legend(root, &mut ctx, chart)?;
+    point_labels(root, &ctx, chart)
+}
+
+/// A chart's drawing context: the horizontal axis `XC`, a linear vertical one.
+type Context<'a, 'b, XC> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<XC, RangedCoordf64>>;
+
+/// The caption, the axes and their mesh, room left on the right for the legend.
+fn axes<'a, 'b, X>(
+    root: &'a DrawingArea<SVGBackend<'b>, Shift>,
+    chart: &Chart<'_>,
+    x: X,
+    y: Range<f64>,
+    x_fmt: &dyn Fn(&f64) -> String,
+) -> Result<Context<'a, 'b, X::CoordDescType>, Box<dyn Error>>
+where
+    X: AsRangedCoord<Value = f64>,
+    X::CoordDescType: Ranged<ValueType = f64> + ValueFormatter<f64>,
+{
     let y_fmt = tick_format(y.end - y.start);
     let longest = chart.series.iter().map(|s| s.name.chars().count()).max();
     let legend_width = 50 + 7 * longest.unwrap_or(0) as u32;
@@ -181,8 +202,19 @@ where
         .light_line_style(TRANSPARENT)
         .bold_line_style(BLACK.mix(0.1))
         .draw()?;
+    Ok(ctx)
+}
 
-    // The legend sits right of the plot (plotters clips its own legend to the plot).
+/// Every series, and its legend entry right of the plot (plotters clips its
+/// own legend to the plot).
+fn series_and_legend<XC>(
+    root: &DrawingArea<SVGBackend<'_>, Shift>,
+    ctx: &mut Context<'_, '_, XC>,
+    chart: &Chart<'_>,
+) -> Result<(), Box<dyn Error>>
+where
+    XC: Ranged<ValueType = f64> + ValueFormatter<f64>,
+{
     let (plot_x, plot_y) = ctx.plotting_area().get_pixel_range();
     let (key_x, key_y) = (plot_x.end + 15, plot_y.start + 10);
     let key_font = TextStyle::from((FONT, 15)).pos(Pos::new(HPos::Left, VPos::Center));
@@ -206,8 +238,20 @@ where
             &key_font,
         ))?;
     }
+    Ok(())
+}
 
-    // Labels last, placed around every point of every series.
+/// The point labels, drawn last: each where it overlaps no marker and no
+/// label placed before, or left out.
+fn point_labels<XC>(
+    root: &DrawingArea<SVGBackend<'_>, Shift>,
+    ctx: &Context<'_, '_, XC>,
+    chart: &Chart<'_>,
+) -> Result<(), Box<dyn Error>>
+where
+    XC: Ranged<ValueType = f64> + ValueFormatter<f64>,
+{
+    let (plot_x, plot_y) = ctx.plotting_area().get_pixel_range();
     let markers: Vec<(i32, i32)> = chart
         .series
         .iter()

@@ -11,7 +11,7 @@
 //! the fit: there the workers (the share rounded up) share less than their
 //! count of vCPUs.
 
-use local_stack::cgroup::MB_PER_VCPU;
+use shared::vcpus::MB_PER_VCPU;
 
 /// Lambda price per GB-second, x86_64 (AWS published price, us-east-1, first tier).
 pub const X86_64_GB_SECOND: f64 = 0.000_016_666_7;
@@ -155,7 +155,7 @@ impl Model {
 /// measured to fit).
 pub fn rows(points: &[Point]) -> (Vec<Row>, Option<Model>) {
     let median_of = |p: &Point| match &p.outcome {
-        Outcome::Measured(m) => Some(super::median(m.all_ms.clone())),
+        Outcome::Measured(m) => Some(super::stats::median(m.all_ms.clone())),
         Outcome::Failed(_) => None,
     };
     let fitted: Vec<(f64, f64)> = points

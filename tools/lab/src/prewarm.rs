@@ -4,7 +4,8 @@
 //! invocation after a pre-warm faults a small fraction of the cold one.
 
 use super::probes::Probes;
-use super::{Scale, median};
+use super::scale::Scale;
+use super::stats::median;
 
 /// Pre-warming must remove at least this share of first-invocation faults.
 pub const MIN_FAULTS_REMOVED: f64 = 0.8;

@@ -17,7 +17,8 @@ use super::cold_start::BUILD_DIRS;
 use super::memory::{GROWTH_BOUND_MIB, Pattern, Run};
 use super::plot::{self, Chart, Kind, Series};
 use super::prewarm::{self, Outcome};
-use super::{Results, Scale};
+use super::run::Results;
+use super::scale::Scale;
 use std::fmt::Write as _;
 use std::path::Path;
 

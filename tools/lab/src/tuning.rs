@@ -140,59 +140,85 @@ pub fn measure(cores: usize, tick: &dyn Fn(&str)) -> Result<Vec<Curve>, String> 
     let mut curves: Vec<Curve> = Vec::new();
     for workload in order {
         let spec = template.function(workload.binary)?;
-        let binary = bootstrap(BUILD_DIRS[0].1, &spec.logical_id);
-        built(&binary)?;
-        let env = with(workload);
-        let mut invocations = 0;
-        let mut points = Vec::new();
-        for mb in MEMORY_SIZES_MB {
-            tick(&format!("power tuning: {} at {mb} MB", workload.binary));
-            let mut sized = spec.clone();
-            sized.memory_mb = u32::try_from(mb).map_err(|e| e.to_string())?;
-            let log = logs.join(format!("power-{}-{mb}.log", workload.binary));
-            let outcome = at_size(
-                &rie,
-                &binary,
-                &sized,
-                &env,
-                &log,
-                workload,
-                &mut invocations,
-            )?;
-            points.push(Point {
-                mb,
-                capped: cgroup::cpu_quota(mb, cores).capped,
-                outcome,
-            });
-        }
-        let failures: Vec<&str> = points
-            .iter()
-            .filter_map(|p| match &p.outcome {
-                Outcome::Failed(why) => Some(why.as_str()),
-                Outcome::Measured(_) => None,
-            })
-            .collect();
-        if failures.len() == points.len() {
-            // A setup problem, not a measurement.
-            return Err(format!(
-                "{} failed at every memory size ({}); see {}",
-                workload.binary,
-                failures.first().unwrap_or(&"no size tried"),
-                logs.join(format!("power-{}-*.log", workload.binary))
-                    .display()
-            ));
-        }
-        curves.push(Curve {
-            binary: workload.binary,
-            template_mb: u64::from(spec.memory_mb),
-            description: workload.description.clone(),
-            steady: workload.steady,
-            points,
-        });
+        curves.push(curve(
+            &rie,
+            &spec,
+            &with(workload),
+            &logs,
+            workload,
+            cores,
+            tick,
+        )?);
     }
     curves.sort_by_key(|c| workloads.iter().position(|w| w.binary == c.binary));
     drop(tables);
     Ok(curves)
+}
+
+/// The power tuning, or why it cannot run here (no CPU and memory limits).
+pub fn measure_if_limits_enforced(
+    cores: usize,
+    tick: &dyn Fn(&str),
+) -> Result<Result<Vec<Curve>, String>, String> {
+    match cgroup::enforced() {
+        Err(why) => Ok(Err(format!(
+            "CPU and memory limits are not enforced here ({why})"
+        ))),
+        Ok(()) => Ok(Ok(measure(cores, tick)?)),
+    }
+}
+
+/// One workload's curve: its release bootstrap at every memory size in turn
+/// (the invocations numbered across sizes, so that every event is new).
+fn curve(
+    rie: &Path,
+    spec: &Function,
+    env: &[(&str, &str)],
+    logs: &Path,
+    workload: &Workload,
+    cores: usize,
+    tick: &dyn Fn(&str),
+) -> Result<Curve, String> {
+    let binary = bootstrap(BUILD_DIRS[0].1, &spec.logical_id);
+    built(&binary)?;
+    let mut invocations = 0;
+    let mut points = Vec::new();
+    for mb in MEMORY_SIZES_MB {
+        tick(&format!("power tuning: {} at {mb} MB", workload.binary));
+        let mut sized = spec.clone();
+        sized.memory_mb = u32::try_from(mb).map_err(|e| e.to_string())?;
+        let log = logs.join(format!("power-{}-{mb}.log", workload.binary));
+        let outcome = at_size(rie, &binary, &sized, env, &log, workload, &mut invocations)?;
+        points.push(Point {
+            mb,
+            capped: cgroup::cpu_quota(mb, cores).capped,
+            outcome,
+        });
+    }
+    let failures: Vec<&str> = points
+        .iter()
+        .filter_map(|p| match &p.outcome {
+            Outcome::Failed(why) => Some(why.as_str()),
+            Outcome::Measured(_) => None,
+        })
+        .collect();
+    if failures.len() == points.len() {
+        // A setup problem, not a measurement.
+        return Err(format!(
+            "{} failed at every memory size ({}); see {}",
+            workload.binary,
+            failures.first().unwrap_or(&"no size tried"),
+            logs.join(format!("power-{}-*.log", workload.binary))
+                .display()
+        ));
+    }
+    Ok(Curve {
+        binary: workload.binary,
+        template_mb: u64::from(spec.memory_mb),
+        description: workload.description.clone(),
+        steady: workload.steady,
+        points,
+    })
 }
 
 /// Write the Arrow worker's [`TABLE_ORDERS`] orders through the order processor.

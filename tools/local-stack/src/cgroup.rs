@@ -19,9 +19,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, Once};
 use std::time::{Duration, Instant};
 
-/// Memory that buys one vCPU's worth of CPU time on Lambda (the rule of
-/// `shared::vcpus::MB_PER_VCPU`; the end-to-end suite checks they agree).
-pub const MB_PER_VCPU: u64 = 1_769;
 /// The CFS period the quota is a share of, in microseconds.
 pub const PERIOD_US: u64 = 100_000;
 /// The environment variable that turns the limits off (`off`) or on (`on`, the default).
@@ -58,10 +55,10 @@ pub struct Quota {
     pub capped: bool,
 }
 
-/// Lambda's CPU share for `memory_mb` (rounded up to the microsecond), at most
-/// `cores` whole CPUs.
+/// Lambda's CPU share for `memory_mb` (the functions' own rule,
+/// `shared::vcpus::cpu_time_per_period`), at most `cores` whole CPUs.
 pub fn cpu_quota(memory_mb: u64, cores: usize) -> Quota {
-    let share = memory_mb.saturating_mul(PERIOD_US).div_ceil(MB_PER_VCPU);
+    let share = shared::vcpus::cpu_time_per_period(memory_mb, PERIOD_US);
     let cap = u64::try_from(cores.max(1))
         .unwrap_or(u64::MAX)
         .saturating_mul(PERIOD_US);
@@ -143,7 +140,7 @@ impl Cgroup {
             said.push(memory_mb);
             eprintln!(
                 "{memory_mb} MB buys {:.2} vCPUs on Lambda; this machine has {cores}: the CPU quota is {cores}",
-                memory_mb as f64 / MB_PER_VCPU as f64
+                memory_mb as f64 / shared::vcpus::MB_PER_VCPU as f64
             );
         }
         drop(said);

@@ -1,38 +1,105 @@
 //! The sample events in `events/<function>/`: what the runner demonstrates
 //! with, what the end-to-end suite invokes, where the fuzzers take their seeds.
+//! Beside each `<event>.json`, `<event>.expect.json` says what its answer must
+//! hold ([`crate::expectations`]).
 
+use crate::expectations::{self, Expectation};
 use crate::workspace_root;
 use serde_json::Value;
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-/// The order ids the order processor's sample events leave in the orders
-/// table, sorted: each valid order once; in a FIFO group nothing after an
-/// invalid order.
-pub const STORED_ORDERS: [&str; 6] = [
-    "ord-0001", "ord-0002", "ord-0003", "ord-0101", "ord-0201", "ord-0202",
-];
+/// How the name of an expectation file ends (the event's is `.json`).
+pub const EXPECTATION_SUFFIX: &str = ".expect.json";
 
-/// Every `events/<function>/*.json`, sorted, with its text.
+/// A sample event and what its answer must hold.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sample {
+    /// `events/<function>/<event>.json`.
+    pub path: PathBuf,
+    /// Its text, as sent.
+    pub text: String,
+    /// Its text, parsed.
+    pub event: Value,
+    /// `<event>.expect.json`, beside it.
+    pub expect: Expectation,
+}
+
+impl Sample {
+    /// The event's file name, e.g. `hash.json`.
+    pub fn file_name(&self) -> String {
+        self.path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    }
+}
+
+/// The sample events of `function`, sorted, each with its expectation.
+pub fn samples(function: &str) -> Result<Vec<Sample>, String> {
+    samples_in(&workspace_root().join("events").join(function))
+}
+
+/// The sample events in `dir`, sorted, each with its expectation: `Err`
+/// naming the file if an event has none, or an expectation no event.
+pub fn samples_in(dir: &Path) -> Result<Vec<Sample>, String> {
+    let events = in_dir(dir)?;
+    for path in json_files(dir)?.into_iter().filter(|p| is_expectation(p)) {
+        let name = file_name(&path);
+        let event = dir.join(name.replace(EXPECTATION_SUFFIX, ".json"));
+        if !event.is_file() {
+            return Err(format!(
+                "{}: no event {} beside it",
+                path.display(),
+                file_name(&event)
+            ));
+        }
+    }
+    events
+        .into_iter()
+        .map(|(path, text)| {
+            let event =
+                serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+            let expect_path = expectation_path(&path);
+            let expect_text = std::fs::read_to_string(&expect_path).map_err(|e| {
+                format!(
+                    "{}: {e} (every sample event needs one beside it: what its answer must hold)",
+                    expect_path.display()
+                )
+            })?;
+            let expect = expectations::parse(&expect_path, &expect_text)?;
+            Ok(Sample {
+                path,
+                text,
+                event,
+                expect,
+            })
+        })
+        .collect()
+}
+
+/// Every `events/<function>/*.json` event, sorted, with its text (each must
+/// have its expectation, as for [`samples`]).
 pub fn of(function: &str) -> Result<Vec<(PathBuf, String)>, String> {
-    in_dir(&workspace_root().join("events").join(function))
+    Ok(samples(function)?
+        .into_iter()
+        .map(|sample| (sample.path, sample.text))
+        .collect())
 }
 
 /// The sample events of `function`, parsed.
 pub fn json_of(function: &str) -> Result<Vec<Value>, String> {
-    json_in(&workspace_root().join("events").join(function))
+    Ok(samples(function)?
+        .into_iter()
+        .map(|sample| sample.event)
+        .collect())
 }
 
-/// Every `*.json` in `dir`, sorted, with its text.
+/// Every `*.json` event in `dir` (expectations left out), sorted, with its text.
 pub fn in_dir(dir: &Path) -> Result<Vec<(PathBuf, String)>, String> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map_err(|e| format!("{}: {e}", dir.display()))?
-        .filter_map(Result::ok)
-        .map(|entry| entry.path())
-        .filter(|path| path.extension().is_some_and(|ext| ext == "json"))
-        .collect();
-    files.sort();
-    files
+    json_files(dir)?
         .into_iter()
+        .filter(|path| !is_expectation(path))
         .map(|path| {
             let text =
                 std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
@@ -41,7 +108,7 @@ pub fn in_dir(dir: &Path) -> Result<Vec<(PathBuf, String)>, String> {
         .collect()
 }
 
-/// Every `*.json` in `dir`, sorted, parsed.
+/// Every `*.json` event in `dir` (expectations left out), sorted, parsed.
 pub fn json_in(dir: &Path) -> Result<Vec<Value>, String> {
     in_dir(dir)?
         .into_iter()
@@ -49,4 +116,149 @@ pub fn json_in(dir: &Path) -> Result<Vec<Value>, String> {
             serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
         })
         .collect()
+}
+
+/// The order ids the SQS batch samples of `function` (those whose expectation
+/// has `invalid_records`) leave stored, sorted, each once: the `order_id` in
+/// the body of every record processed to the end
+/// ([`expectations::processed_records`]), the function reaching its
+/// dead-letter queue or not (`dead_letter_queue`).
+pub fn stored_orders(function: &str, dead_letter_queue: bool) -> Result<Vec<String>, String> {
+    let mut ids = BTreeSet::new();
+    for sample in samples(function)? {
+        let Some(invalid) = &sample.expect.invalid_records else {
+            continue;
+        };
+        for record in expectations::processed_records(invalid, &sample.event, dead_letter_queue) {
+            let id = record["body"]
+                .as_str()
+                .and_then(|body| serde_json::from_str::<Value>(body).ok())
+                .and_then(|body| body["order_id"].as_str().map(str::to_owned))
+                .ok_or_else(|| {
+                    format!(
+                        "{}: record {} is not in invalid_records, but its body names no order_id",
+                        sample.path.display(),
+                        record["messageId"]
+                    )
+                })?;
+            ids.insert(id);
+        }
+    }
+    Ok(ids.into_iter().collect())
+}
+
+/// Every `*.json` in `dir`, sorted.
+fn json_files(dir: &Path) -> Result<Vec<PathBuf>, String> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(|e| format!("{}: {e}", dir.display()))?
+        .filter_map(Result::ok)
+        .map(|entry| entry.path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "json"))
+        .collect();
+    files.sort();
+    Ok(files)
+}
+
+/// `<event>.expect.json` beside `<event>.json`.
+fn expectation_path(event: &Path) -> PathBuf {
+    let stem = event
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    event.with_file_name(format!("{stem}{EXPECTATION_SUFFIX}"))
+}
+
+fn is_expectation(path: &Path) -> bool {
+    file_name(path).ends_with(EXPECTATION_SUFFIX)
+}
+
+fn file_name(path: &Path) -> String {
+    path.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A fresh folder under the system's temporary directory.
+    fn scratch(name: &str) -> PathBuf {
+        let dir =
+            std::env::temp_dir().join(format!("local-stack-events-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("scratch dir");
+        dir
+    }
+
+    #[test]
+    fn every_sample_of_the_tree_has_its_expectation() {
+        let events = workspace_root().join("events");
+        let dirs = std::fs::read_dir(&events).expect("events/");
+        for dir in dirs.filter_map(Result::ok).map(|e| e.path()) {
+            if !dir.is_dir() {
+                continue;
+            }
+            let samples = samples_in(&dir).unwrap_or_else(|e| panic!("{e}"));
+            assert!(!samples.is_empty(), "{}", dir.display());
+            assert_eq!(in_dir(&dir).expect("events").len(), samples.len());
+        }
+    }
+
+    #[test]
+    fn expectations_are_not_events_and_each_pairs_with_one() {
+        let dir = scratch("pairs");
+        std::fs::write(dir.join("a.json"), "{\"x\": 1}").expect("write");
+        std::fs::write(dir.join("a.expect.json"), "{\"hashes\": 1}").expect("write");
+        assert_eq!(
+            json_in(&dir).expect("events"),
+            [serde_json::json!({"x": 1})]
+        );
+        let samples = samples_in(&dir).expect("samples");
+        assert_eq!(samples.len(), 1);
+        assert_eq!(samples[0].expect.hashes, Some(1));
+        assert_eq!(samples[0].file_name(), "a.json");
+
+        std::fs::write(dir.join("b.json"), "{}").expect("write");
+        let missing = samples_in(&dir).expect_err("b has no expectation");
+        assert!(missing.contains("b.expect.json"), "{missing}");
+        std::fs::remove_file(dir.join("b.json")).expect("remove");
+
+        std::fs::write(dir.join("c.expect.json"), "{}").expect("write");
+        let orphan = samples_in(&dir).expect_err("c has no event");
+        assert!(
+            orphan.contains("c.expect.json: no event c.json"),
+            "{orphan}"
+        );
+        std::fs::remove_file(dir.join("c.expect.json")).expect("remove");
+
+        std::fs::write(dir.join("a.expect.json"), "{\"hash\": 1}").expect("write");
+        let unknown = samples_in(&dir).expect_err("unknown field");
+        assert!(
+            unknown.contains("a.expect.json: unknown field"),
+            "{unknown}"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn stored_orders_follow_from_the_expectations() {
+        let without = stored_orders("order-processor", false).expect("derived");
+        assert_eq!(
+            without,
+            [
+                "ord-0001", "ord-0002", "ord-0003", "ord-0101", "ord-0201", "ord-0202"
+            ]
+        );
+        // With a dead-letter queue the invalid order of a FIFO group is moved
+        // there and the group goes on.
+        let with = stored_orders("order-processor", true).expect("derived");
+        assert_eq!(
+            with,
+            [
+                "ord-0001", "ord-0002", "ord-0003", "ord-0101", "ord-0103", "ord-0201", "ord-0202"
+            ]
+        );
+        assert_eq!(stored_orders("password-hasher", false), Ok(vec![]));
+    }
 }

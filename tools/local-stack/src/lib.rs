@@ -12,6 +12,7 @@ pub mod elasticmq;
 pub mod emulator;
 pub mod event_source;
 pub mod events;
+pub mod expectations;
 pub mod lambda_api;
 pub mod lambda_rules;
 pub mod least_privilege;

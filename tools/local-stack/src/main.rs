@@ -1,36 +1,60 @@
 //! `local-stack <command>`: the local AWS's own commands, run by `cargo xtask`.
 //!
 //! - `tools`  install the pinned tools into `.tools/`
-//! - `run [--keep] [--visibility-timeout S] [--concurrency N] [--no-limits]`
-//!   `sam build`, then the whole application locally (see [`local_stack::runner`])
+//! - `build [--release]`  `sam build`: the quick (dev profile) build, or the
+//!   shipped one (see [`sam::Build`])
+//! - `run [--release] [--keep] [--visibility-timeout S] [--concurrency N] [--no-limits]`
+//!   `sam build` (quick, or `--release`), then the whole application locally
+//!   (see [`local_stack::runner`])
 //! - `build-arm64`  cross-build the functions for Graviton (zig)
 //! - `test-arm64 ARGS…`  `cargo test ARGS` for arm64, run under qemu-aarch64
 //! - `release-builds`  build both architectures' release bootstraps from the current code
 //! - `sam ARGS…`  the pinned SAM CLI, offline-friendly (no telemetry, a region)
-//! - `sam-local --build-dir DIR [--quick]`  `sam local invoke` of every sample
-//!   event on podman (see [`local_stack::sam_local`])
+//! - `sam-local [--build-dir DIR] [--quick]`  `sam local invoke` of every
+//!   sample event on podman (see [`local_stack::sam_local`]), against the quick
+//!   build unless told another; exits with [`SKIPPED`] where no container
+//!   engine can be had
 
 use local_stack::cgroup::Limits;
+use local_stack::sam::Build;
 use local_stack::{pool, runner, sam, sam_local, tools, workspace_root};
 use std::process::ExitCode;
 
-const USAGE: &str = "usage: local-stack <tools | run [--keep] [--visibility-timeout SECONDS] [--concurrency N] [--no-limits] | build-arm64 | test-arm64 CARGO-TEST-ARGS... | release-builds | sam ARGS... | sam-local --build-dir DIR [--quick]>";
+const USAGE: &str = "usage: local-stack <tools | build [--release] | run [--release] [--keep] [--visibility-timeout SECONDS] [--concurrency N] [--no-limits] | build-arm64 | test-arm64 CARGO-TEST-ARGS... | release-builds | sam ARGS... | sam-local [--build-dir DIR] [--quick]>";
+
+/// The exit status of a step that did not run here (automake's convention
+/// for a skipped test), so the suite can report it as skipped, not passed.
+const SKIPPED: u8 = 77;
+
+/// How a command ended.
+enum Done {
+    Ran,
+    /// It could not run here; why.
+    Skipped(String),
+}
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let ran = |result: Result<(), String>| result.map(|()| Done::Ran);
     let result = match args.as_slice() {
-        ["tools"] => tools::install(),
-        ["run", flags @ ..] => run_options(flags).and_then(run),
-        ["build-arm64"] => sam::build_arm64(),
-        ["test-arm64", args @ ..] => sam::test_arm64(args),
-        ["release-builds"] => sam::release_builds(),
-        ["sam", sam_args @ ..] => tools::install().and_then(|()| sam::sam(sam_args)),
+        ["tools"] => ran(tools::install()),
+        ["build"] => ran(Build::Quick.run().map(drop)),
+        ["build", "--release"] => ran(Build::Release.run().map(drop)),
+        ["run", flags @ ..] => ran(run_options(flags).and_then(run)),
+        ["build-arm64"] => ran(sam::build_arm64()),
+        ["test-arm64", args @ ..] => ran(sam::test_arm64(args)),
+        ["release-builds"] => ran(sam::release_builds()),
+        ["sam", sam_args @ ..] => ran(tools::install().and_then(|()| sam::sam(sam_args))),
         ["sam-local", flags @ ..] => sam_local(flags),
         _ => Err(USAGE.to_owned()),
     };
     match result {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(Done::Ran) => ExitCode::SUCCESS,
+        Ok(Done::Skipped(why)) => {
+            println!("skipped: {why}");
+            ExitCode::from(SKIPPED)
+        }
         Err(e) => {
             eprintln!("error: {e}");
             ExitCode::FAILURE
@@ -38,16 +62,14 @@ fn main() -> ExitCode {
     }
 }
 
-/// Build with `sam build` (the release build Lambda gets), then run the
-/// application locally.
-fn run(options: runner::Options) -> Result<(), String> {
-    tools::install()?;
-    sam::sam(&["build"])?;
-    let root = workspace_root();
+/// Build with `sam build` (quick, or the release build Lambda gets with
+/// `--release`), then run the application locally.
+fn run((options, build): (runner::Options, Build)) -> Result<(), String> {
+    let built = build.run()?;
     let summary = runner::run(
         options,
-        &root.join(sam::X86_64_BUILD_DIR),
-        &root.join("target").join("local-logs"),
+        &built,
+        &workspace_root().join("target").join("local-logs"),
     )?;
     if summary.failures.is_empty() {
         Ok(())
@@ -60,8 +82,9 @@ fn run(options: runner::Options) -> Result<(), String> {
     }
 }
 
-/// The flags of `run`.
-fn run_options(flags: &[&str]) -> Result<runner::Options, String> {
+/// The flags of `run`: the runner's options and the build to run.
+fn run_options(flags: &[&str]) -> Result<(runner::Options, Build), String> {
+    let mut build = Build::Quick;
     let mut options = runner::Options {
         keep: false,
         visibility_timeout_s: runner::DEFAULT_VISIBILITY_TIMEOUT_S,
@@ -84,47 +107,58 @@ fn run_options(flags: &[&str]) -> Result<runner::Options, String> {
                     .map_err(|e| format!("--concurrency: {e}"))?;
             }
             "--no-limits" => options.limits = Limits::Off,
+            "--release" => build = Build::Release,
             other => return Err(format!("unknown flag {other}\n{USAGE}")),
         }
     }
-    Ok(options)
+    Ok((options, build))
 }
 
-/// `sam local invoke` of the sample events against the build in `--build-dir`.
-fn sam_local(flags: &[&str]) -> Result<(), String> {
-    let args: Vec<&str> = std::iter::once("sam-local")
-        .chain(flags.iter().copied())
-        .collect();
-    if let Some(done) = sam_local::in_own_network_namespace(&args) {
-        return done;
-    }
-    let (mut build_dir, mut quick) = (None, false);
-    let mut flags = flags.iter();
-    while let Some(flag) = flags.next() {
+/// `sam local invoke` of the sample events against the build in `--build-dir`
+/// (the quick build by default). Everything it needs from outside (the pinned
+/// tools, podman) is installed first: the run itself happens in a network
+/// namespace of its own, where nothing but loopback can be reached.
+fn sam_local(flags: &[&str]) -> Result<Done, String> {
+    let (mut build_dir, mut quick) = (Build::Quick.dir(), false);
+    let mut rest = flags.iter();
+    while let Some(flag) = rest.next() {
         match *flag {
             "--quick" => quick = true,
-            "--build-dir" => build_dir = Some(flags.next().ok_or("--build-dir needs a folder")?),
+            "--build-dir" => build_dir = rest.next().ok_or("--build-dir needs a folder")?,
             other => return Err(format!("unknown flag {other}\n{USAGE}")),
         }
     }
-    let build_dir = workspace_root().join(build_dir.ok_or("sam-local needs --build-dir")?);
+    if !sam_local::in_own_network_namespace_now() {
+        tools::install()?;
+        if let Err(why) = sam_local::engine_available() {
+            return Ok(Done::Skipped(format!(
+                "sam local invoke: no container engine here: {why}"
+            )));
+        }
+        let args: Vec<&str> = std::iter::once("sam-local")
+            .chain(flags.iter().copied())
+            .collect();
+        return sam_local::in_own_network_namespace(&args).map(|ran| match ran {
+            sam_local::Namespace::Ran => Done::Ran,
+            sam_local::Namespace::Impossible(why) => {
+                Done::Skipped(format!("sam local invoke: {why}"))
+            }
+        });
+    }
+    let build_dir = workspace_root().join(build_dir);
     let logs = workspace_root().join("target").join("sam-local");
-    match sam_local::run(&build_dir, &logs, quick)? {
-        sam_local::Outcome::Skipped(reason) => {
-            println!("sam local invoke: skipped, no container engine here: {reason}");
-            Ok(())
-        }
-        sam_local::Outcome::Ran {
-            invocations,
-            failures,
-        } if failures.is_empty() => {
-            println!("sam local invoke: {invocations} sample events answered as expected");
-            Ok(())
-        }
-        sam_local::Outcome::Ran { failures, .. } => Err(format!(
+    let sam_local::Outcome {
+        invocations,
+        failures,
+    } = sam_local::run(&build_dir, &logs, quick)?;
+    if failures.is_empty() {
+        println!("sam local invoke: {invocations} sample events answered as expected");
+        Ok(Done::Ran)
+    } else {
+        Err(format!(
             "sam local invoke: {} failed: {}",
             failures.len(),
             failures.join("; ")
-        )),
+        ))
     }
 }

@@ -8,23 +8,25 @@
 //! local event source mapping between the order queue and the order processor;
 //! moto as Step Functions and S3, with the template's buckets and state
 //! machines, whose Lambda tasks call the local Lambda Invoke API.
-//! Then the demonstration: the sample orders go through the queue, the
-//! password samples through the hasher, the Arrow worker reports on what
-//! was stored, each schedule of the template fires once, and the report state
+//! Then the demonstration: the sample orders go through the queue, every
+//! other function of the template gets its sample events, each answer checked
+//! against the expectation beside it (the Arrow worker's reports cover what
+//! was stored), each schedule of the template fires once, and the report state
 //! machine fans a report out over the worker. Everything started is stopped on return, error or Ctrl-C.
 
 use crate::cgroup::{self, Limits};
 use crate::dynamodb_local::{self, DynamoDbLocal};
 use crate::elasticmq::{self, ElasticMq, LocalQueue};
 use crate::event_source::{self, EventSource};
+use crate::expectations::{self, Context};
 use crate::lambda_api::{LambdaApi, Served};
 use crate::local_aws::function_env;
 use crate::moto::{self, Moto};
 use crate::pool::{Pool, Size};
 use crate::step_functions::{self, LocalStateMachine};
-use crate::template::{SqsSource, Template};
+use crate::template::{Function, SqsSource, Template};
 use crate::tls_front::{Authority, CA_FILE_VARIABLE, TlsFront};
-use crate::{process, schedule, tools};
+use crate::{events, process, schedule, tools};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -121,16 +123,20 @@ pub fn run(options: Options, build_dir: &Path, logs: &Path) -> Result<Summary, S
         .next()
         .ok_or("template.yaml has no SQS event")?;
     orders(&stack, &source, options, &runtime, &mut summary)?;
-    let failures = &mut summary.failures;
-    invoke_samples(&stack, "password-hasher", "2. Passwords", failures)?;
-    invoke_samples(
-        &stack,
-        "arrow-worker",
-        "3. Reports on the stored orders",
-        failures,
-    )?;
-    fire_schedules(&stack, &template, &runtime, &mut summary.failures)?;
-    fan_out_report(&stack, &mut summary.failures)?;
+    // Every other function, in the template's order, with its samples.
+    let others: Vec<Function> = template
+        .functions()?
+        .into_iter()
+        .filter(|f| f.binary != source.function)
+        .collect();
+    let stored = usize::try_from(summary.orders_stored).unwrap_or(usize::MAX);
+    let mut step = 1;
+    for function in &others {
+        step += 1;
+        invoke_samples(&stack, function, step, stored, &mut summary.failures)?;
+    }
+    fire_schedules(&stack, &template, &runtime, step + 1, &mut summary.failures)?;
+    fan_out_report(&stack, step + 2, &mut summary.failures)?;
 
     println!("\nCold starts (init duration under the emulator, one per environment):");
     for (name, pool) in &stack.functions {
@@ -143,7 +149,7 @@ pub fn run(options: Options, build_dir: &Path, logs: &Path) -> Result<Summary, S
     }
     println!("Logs: {}", relative(&stack.logs));
     if options.keep {
-        keep_running(&stack, &source, &runtime)?;
+        keep_running(&stack, &source, &others, &runtime)?;
     }
     if summary.failures.is_empty() {
         println!("\nAll sample events answered as expected; stopping everything.");
@@ -326,8 +332,11 @@ fn orders(
     summary: &mut Summary,
 ) -> Result<(), String> {
     let mut bodies = Vec::new();
-    for (_, event) in samples(&source.function)? {
-        let records = event["Records"].as_array().cloned().unwrap_or_default();
+    for sample in events::samples(&source.function)? {
+        let records = sample.event["Records"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
         bodies.extend(
             records
                 .iter()
@@ -374,6 +383,16 @@ fn orders(
     let stored = runtime.block_on(count_items(&stack.dynamodb.client(), "OrdersTable"))?;
     println!("   OrdersTable holds {stored} orders");
     summary.orders_stored = stored;
+    // The function reaches its dead-letter queue here: every record not
+    // invalid is stored, whatever its FIFO group.
+    let expected = events::stored_orders(&source.function, true)?;
+    if usize::try_from(stored).ok() != Some(expected.len()) {
+        summary.failures.push(format!(
+            "OrdersTable holds {stored} orders, the expectations of events/{}/ {}",
+            source.function,
+            expected.len()
+        ));
+    }
     if let Some(redrive) = redrive {
         let dlq = stack.queue(&redrive.dead_letter_queue)?;
         let dead = runtime.block_on(elasticmq::depth(&sqs, &dlq.url))?;
@@ -417,31 +436,43 @@ fn failure_reasons(logs: &str) -> Vec<(String, String)> {
     reasons
 }
 
-/// Invoke `function` with each of its sample events and print what came back.
+/// Invoke `function` with each of its sample events (step `step` of the
+/// demonstration), print what came back and check it against the sample's
+/// expectation, `stored_orders` orders being stored.
 fn invoke_samples(
     stack: &Stack,
-    function: &str,
-    title: &str,
+    function: &Function,
+    step: usize,
+    stored_orders: usize,
     failures: &mut Vec<String>,
 ) -> Result<(), String> {
-    let pool = stack.function(function)?;
-    println!("\n{title}: events/{function}/");
-    for (file, event) in samples(function)? {
-        let answer = pool.invoke(event.to_string())?;
+    let pool = stack.function(&function.binary)?;
+    println!(
+        "\n{step}. {}: events/{}/",
+        function.logical_id, function.binary
+    );
+    for sample in events::samples(&function.binary)? {
+        let file = sample.file_name();
+        let answer = pool.invoke(&sample.text)?;
         let body = answer.json().unwrap_or(Value::Null);
+        let output = pool.logs();
+        let context = Context {
+            stored_orders,
+            dead_letter_queue: true,
+            output: &output,
+        };
+        let checked = expectations::check(&sample.expect, &sample.event, &body, &context);
         // A Function URL answer wraps the JSON in an HTTP response.
-        let inner = body["body"]
-            .as_str()
-            .and_then(|b| serde_json::from_str::<Value>(b).ok())
-            .unwrap_or_else(|| body.clone());
+        let inner = expectations::answer_json(&sample.expect, &body).unwrap_or(body);
         let summary = match inner.get("errorType") {
-            Some(kind) => {
-                failures.push(format!("{function} {file}: {kind}"));
-                format!("ERROR {kind}: {}", inner["errorMessage"])
-            }
+            Some(kind) => format!("ERROR {kind}: {}", inner["errorMessage"]),
             None => summarize(&inner),
         };
         println!("   {file}: {summary}");
+        if let Err(e) = checked {
+            println!("   {file}: NOT AS EXPECTED: {e}");
+            failures.push(format!("{} {file}: {e}", function.binary));
+        }
     }
     Ok(())
 }
@@ -453,9 +484,10 @@ fn fire_schedules(
     stack: &Stack,
     template: &Template,
     runtime: &tokio::runtime::Runtime,
+    step: usize,
     failures: &mut Vec<String>,
 ) -> Result<(), String> {
-    println!("\n4. Schedules, fired once now (asynchronous invocations, Lambda's retries):");
+    println!("\n{step}. Schedules, fired once now (asynchronous invocations, Lambda's retries):");
     let sqs = stack.elasticmq.client();
     for schedule in template.schedules()? {
         let pool = stack.function(&schedule.function)?;
@@ -488,11 +520,11 @@ fn report_input() -> Value {
 
 /// One execution of `OrdersReportStateMachine`: the worker fanned out over
 /// four scan segments, then the merge; its status and a summary of its output.
-fn fan_out_report(stack: &Stack, failures: &mut Vec<String>) -> Result<(), String> {
+fn fan_out_report(stack: &Stack, step: usize, failures: &mut Vec<String>) -> Result<(), String> {
     const MACHINE: &str = "OrdersReportStateMachine";
     let machine = stack.state_machine(MACHINE)?;
     let input = report_input();
-    println!("\n5. State machine {MACHINE} (Step Functions on moto), input {input}:");
+    println!("\n{step}. State machine {MACHINE} (Step Functions on moto), input {input}:");
     let client = step_functions::Client::new(&stack.moto.endpoint());
     let started = Instant::now();
     let execution_arn = client.start_execution(&machine.arn, &input, None)?;
@@ -519,7 +551,8 @@ fn fan_out_report(stack: &Stack, failures: &mut Vec<String>) -> Result<(), Strin
     Ok(())
 }
 
-/// One line about an answer of the hasher or the Arrow worker.
+/// One line about an answer: its hashes, verdicts, rows, groups, report,
+/// workers and duration, whichever it has; else its first 200 characters.
 fn summarize(answer: &Value) -> String {
     let mut parts = Vec::new();
     if let Some(hashes) = answer["hashes"].as_array() {
@@ -604,24 +637,27 @@ fn summarize(answer: &Value) -> String {
     }
 }
 
-/// Keep everything up, the queue polled, until Ctrl-C.
+/// Keep everything up, the queue polled, until Ctrl-C; `others` are the
+/// functions invoked directly.
 fn keep_running(
     stack: &Stack,
     source: &SqsSource,
+    others: &[Function],
     runtime: &tokio::runtime::Runtime,
 ) -> Result<(), String> {
     let queue = stack.queue(&source.queue)?;
     let sqs = stack.elasticmq.client();
     let pool = stack.function(&source.function)?;
     println!("\nEverything keeps running; the order queue is polled. Try:");
-    println!(
-        "  curl -s -d @events/password-hasher/hash.json {}",
-        stack.lambda.invoke_url("password-hasher")
-    );
-    println!(
-        "  curl -s -d @events/arrow-worker/report-by-customer.json {}",
-        stack.lambda.invoke_url("arrow-worker")
-    );
+    for function in others {
+        if let Some(sample) = events::samples(&function.binary)?.first() {
+            println!(
+                "  curl -s -d @{} {}",
+                relative(&sample.path),
+                stack.lambda.invoke_url(&function.binary)
+            );
+        }
+    }
     println!(
         "  aws --endpoint-url {} sqs send-message --queue-url {} --message-body file://order.json",
         stack.elasticmq.endpoint(),
@@ -665,22 +701,6 @@ fn keep_running(
             );
         }
     }
-}
-
-/// `events/<function>/*.json`, sorted: (file name, event).
-fn samples(function: &str) -> Result<Vec<(String, Value)>, String> {
-    crate::events::of(function)?
-        .into_iter()
-        .map(|(path, text)| {
-            let event =
-                serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
-            let name = path
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            Ok((name, event))
-        })
-        .collect()
 }
 
 /// Items in a local table.

@@ -25,13 +25,46 @@ pub fn command(args: &[&str]) -> Command {
     command
 }
 
+/// Which build of the functions `sam build` makes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Build {
+    /// Cargo's dev profile (`SAM_BUILD_MODE=debug`: `cargo lambda build`
+    /// without `--release`): minutes from nothing instead of the release
+    /// build's fat-LTO link of every function. For trying the application
+    /// (`cargo xtask run`), the suite's `sam build` and `sam local invoke` steps.
+    Quick,
+    /// What `sam build` ships (the release profile, fat LTO): `cargo xtask run
+    /// --release`, the lab, `sam deploy`.
+    Release,
+}
+
+impl Build {
+    /// Where this build's `template.yaml` and bootstraps go.
+    pub fn dir(self) -> &'static str {
+        match self {
+            Build::Quick => "target/sam-build-quick",
+            Build::Release => X86_64_BUILD_DIR,
+        }
+    }
+
+    /// Run `sam build` of this kind (x86_64); its folder.
+    pub fn run(self) -> Result<std::path::PathBuf, String> {
+        tools::install()?;
+        let mode: &[(&str, &str)] = match self {
+            Build::Quick => &[("SAM_BUILD_MODE", "debug")],
+            Build::Release => &[],
+        };
+        sam_with(&["build", "--build-dir", self.dir()], mode)?;
+        Ok(workspace_root().join(self.dir()))
+    }
+}
+
 /// Build the release bootstraps of both architectures from the code as it is
 /// now (`sam build`, [`build_arm64`]): measuring bootstraps left from older
 /// code would report figures of code that is gone. Cargo rebuilds only what
 /// changed.
 pub fn release_builds() -> Result<(), String> {
-    tools::install()?;
-    sam(&["build"])?;
+    Build::Release.run()?;
     build_arm64()
 }
 

@@ -821,37 +821,8 @@ impl Template {
                     .or_else(|| globals.and_then(|g| g.get(name)))
             };
             let id = &function.logical_id;
-            let lambda_retries = match prop("EventInvokeConfig")
-                .and_then(|c| c.get("MaximumRetryAttempts"))
-            {
-                None => 2,
-                Some(v) => self
-                    .resolve(v)?
-                    .as_ref()
-                    .and_then(number)
-                    .filter(|n| *n <= 2)
-                    .ok_or_else(|| {
-                        format!(
-                            "{id}.EventInvokeConfig.MaximumRetryAttempts is not 0, 1 or 2: {v:?}"
-                        )
-                    })?,
-            };
-            let dead_letter_queue = match prop("DeadLetterQueue") {
-                None => None,
-                Some(dlq) => {
-                    let kind = dlq.get("Type").and_then(|t| self.scalar(t));
-                    if kind.as_deref() != Some("SQS") {
-                        return Err(format!(
-                            "{id}.DeadLetterQueue: the local stack runs only Type: SQS, not {kind:?}"
-                        ));
-                    }
-                    let target = dlq
-                        .get("TargetArn")
-                        .and_then(|t| self.scalar(t))
-                        .ok_or_else(|| format!("{id}.DeadLetterQueue has no TargetArn"))?;
-                    Some(target)
-                }
-            };
+            let lambda_retries = self.lambda_retries(id, prop("EventInvokeConfig"))?;
+            let dead_letter_queue = self.dead_letter_queue(id, prop("DeadLetterQueue"))?;
             let events = props
                 .and_then(|p| p.get("Events"))
                 .and_then(Value::as_mapping);
@@ -860,55 +831,109 @@ impl Template {
                     continue;
                 }
                 let name = name.as_str().unwrap_or("?").to_owned();
-                let at = |key: &str| -> Result<Option<Value>, String> {
-                    event
-                        .get("Properties")
-                        .and_then(|p| p.get(key))
-                        .map_or(Ok(None), |v| self.resolve(v))
-                };
-                let scalar = |key: &str| -> Result<Option<String>, String> {
-                    at(key)?.map_or(Ok(None), |v| {
-                        text(&v)
-                            .map(Some)
-                            .ok_or_else(|| format!("{id} {name}.{key} is not text: {v:?}"))
-                    })
-                };
-                let expression = scalar("ScheduleExpression")?
-                    .ok_or_else(|| format!("{id} {name} has no ScheduleExpression"))?;
-                let input = scalar("Input")?.unwrap_or_else(|| "{}".to_owned());
-                serde_json::from_str::<serde_json::Value>(&input)
-                    .map_err(|e| format!("{id} {name}.Input is not JSON ({e}): {input:.80}"))?;
-                let policy = at("RetryPolicy")?;
-                let bound = |key: &str, default: u32, max: u32| -> Result<u32, String> {
-                    match policy.as_ref().and_then(|p| p.get(key)) {
-                        None => Ok(default),
-                        Some(v) => self
-                            .resolve(v)?
-                            .as_ref()
-                            .and_then(number)
-                            .filter(|n| *n <= max)
-                            .ok_or_else(|| {
-                                format!("{id} {name}.RetryPolicy.{key} is not 0..={max}: {v:?}")
-                            }),
-                    }
-                };
-                schedules.push(Schedule {
-                    function: function.binary.clone(),
-                    timezone: scalar("ScheduleExpressionTimezone")?
-                        .unwrap_or_else(|| "UTC".to_owned()),
-                    retry_policy: RetryPolicy {
-                        maximum_retry_attempts: bound("MaximumRetryAttempts", 185, 185)?,
-                        maximum_event_age_s: bound("MaximumEventAgeInSeconds", 86_400, 86_400)?,
-                    },
-                    lambda_retries,
-                    dead_letter_queue: dead_letter_queue.clone(),
+                schedules.push(self.schedule(
+                    &function,
                     name,
-                    expression,
-                    input,
-                });
+                    event,
+                    lambda_retries,
+                    dead_letter_queue.clone(),
+                )?);
             }
         }
         Ok(schedules)
+    }
+
+    /// `EventInvokeConfig.MaximumRetryAttempts` of the function `id` (`config`
+    /// its `EventInvokeConfig`): 0, 1 or 2, Lambda's default (2) if absent.
+    fn lambda_retries(&self, id: &str, config: Option<&Value>) -> Result<u32, String> {
+        match config.and_then(|c| c.get("MaximumRetryAttempts")) {
+            None => Ok(2),
+            Some(v) => self
+                .resolve(v)?
+                .as_ref()
+                .and_then(number)
+                .filter(|n| *n <= 2)
+                .ok_or_else(|| {
+                    format!("{id}.EventInvokeConfig.MaximumRetryAttempts is not 0, 1 or 2: {v:?}")
+                }),
+        }
+    }
+
+    /// The `TargetArn` of the function `id`'s `DeadLetterQueue` (`dlq`), which
+    /// must be of `Type: SQS`; `None` without one.
+    fn dead_letter_queue(&self, id: &str, dlq: Option<&Value>) -> Result<Option<String>, String> {
+        let Some(dlq) = dlq else {
+            return Ok(None);
+        };
+        let kind = dlq.get("Type").and_then(|t| self.scalar(t));
+        if kind.as_deref() != Some("SQS") {
+            return Err(format!(
+                "{id}.DeadLetterQueue: the local stack runs only Type: SQS, not {kind:?}"
+            ));
+        }
+        let target = dlq
+            .get("TargetArn")
+            .and_then(|t| self.scalar(t))
+            .ok_or_else(|| format!("{id}.DeadLetterQueue has no TargetArn"))?;
+        Ok(Some(target))
+    }
+
+    /// The `ScheduleV2` event `name` (`event`) of `function`, its properties
+    /// checked and Scheduler's defaults applied.
+    fn schedule(
+        &self,
+        function: &Function,
+        name: String,
+        event: &Value,
+        lambda_retries: u32,
+        dead_letter_queue: Option<String>,
+    ) -> Result<Schedule, String> {
+        let id = &function.logical_id;
+        let at = |key: &str| -> Result<Option<Value>, String> {
+            event
+                .get("Properties")
+                .and_then(|p| p.get(key))
+                .map_or(Ok(None), |v| self.resolve(v))
+        };
+        let scalar = |key: &str| -> Result<Option<String>, String> {
+            at(key)?.map_or(Ok(None), |v| {
+                text(&v)
+                    .map(Some)
+                    .ok_or_else(|| format!("{id} {name}.{key} is not text: {v:?}"))
+            })
+        };
+        let expression = scalar("ScheduleExpression")?
+            .ok_or_else(|| format!("{id} {name} has no ScheduleExpression"))?;
+        let input = scalar("Input")?.unwrap_or_else(|| "{}".to_owned());
+        serde_json::from_str::<serde_json::Value>(&input)
+            .map_err(|e| format!("{id} {name}.Input is not JSON ({e}): {input:.80}"))?;
+        let policy = at("RetryPolicy")?;
+        let bound = |key: &str, default: u32, max: u32| -> Result<u32, String> {
+            match policy.as_ref().and_then(|p| p.get(key)) {
+                None => Ok(default),
+                Some(v) => self
+                    .resolve(v)?
+                    .as_ref()
+                    .and_then(number)
+                    .filter(|n| *n <= max)
+                    .ok_or_else(|| {
+                        format!("{id} {name}.RetryPolicy.{key} is not 0..={max}: {v:?}")
+                    }),
+            }
+        };
+        Ok(Schedule {
+            function: function.binary.clone(),
+            timezone: scalar("ScheduleExpressionTimezone")?.unwrap_or_else(|| "UTC".to_owned()),
+            retry_policy: RetryPolicy {
+                maximum_retry_attempts: bound("MaximumRetryAttempts", 185, 185)?,
+                maximum_event_age_s: bound("MaximumEventAgeInSeconds", 86_400, 86_400)?,
+            },
+            lambda_retries,
+            dead_letter_queue,
+            name,
+            expression,
+            input,
+        })
     }
 }
 

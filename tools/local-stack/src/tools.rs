@@ -148,13 +148,35 @@ pub fn path_with_venv() -> String {
         .unwrap_or_default()
 }
 
-/// Install every pinned tool that is missing or at another version.
+/// Install every pinned tool that is missing or at another version. The
+/// installs are mostly downloads: the three Python environments and the
+/// Maven fetches (one after the other: they share Maven's local repository)
+/// run at the same time.
 pub fn install() -> Result<(), String> {
     std::fs::create_dir_all(dir()).map_err(|e| format!("{}: {e}", dir().display()))?;
-    install_venv()?;
-    install_dynamodb_local()?;
-    install_elasticmq()?;
-    Ok(())
+    let moto = format!("moto[{MOTO_EXTRAS}]");
+    let sam = [
+        ("aws-sam-cli", SAM_CLI_VERSION),
+        ("cargo-lambda", CARGO_LAMBDA_VERSION),
+    ];
+    let checkov = [("checkov", CHECKOV_VERSION)];
+    let moto = [(moto.as_str(), MOTO_VERSION)];
+    let (sam_venv, checkov_venv, moto_venv) = (venv(), checkov_venv(), moto_venv());
+    let results: Vec<Result<(), String>> = std::thread::scope(|scope| {
+        let jobs = [
+            scope.spawn(|| pip_install(&sam_venv, &sam)),
+            scope.spawn(|| pip_install(&checkov_venv, &checkov)),
+            scope.spawn(|| pip_install(&moto_venv, &moto)),
+            scope.spawn(|| install_dynamodb_local().and_then(|()| install_elasticmq())),
+        ];
+        jobs.map(|job| {
+            job.join()
+                .unwrap_or_else(|_| Err("an install panicked".to_owned()))
+        })
+        .into_iter()
+        .collect()
+    });
+    results.into_iter().collect()
 }
 
 fn installed_pip_version(venv: &Path, package: &str) -> Option<String> {
@@ -165,19 +187,6 @@ fn installed_pip_version(venv: &Path, package: &str) -> Option<String> {
     String::from_utf8_lossy(&output.stdout)
         .lines()
         .find_map(|line| line.strip_prefix("Version: ").map(str::to_owned))
-}
-
-fn install_venv() -> Result<(), String> {
-    pip_install(
-        &venv(),
-        &[
-            ("aws-sam-cli", SAM_CLI_VERSION),
-            ("cargo-lambda", CARGO_LAMBDA_VERSION),
-        ],
-    )?;
-    pip_install(&checkov_venv(), &[("checkov", CHECKOV_VERSION)])?;
-    let moto = format!("moto[{MOTO_EXTRAS}]");
-    pip_install(&moto_venv(), &[(moto.as_str(), MOTO_VERSION)])
 }
 
 /// Make `venv` hold exactly the `wanted` versions (creating it if needed).
@@ -278,11 +287,28 @@ pub fn install_debian(packages: &[(&str, &str)]) -> Result<(), String> {
         ));
     }
     eprintln!("tools: installing {} (apt-get)", missing.join(" "));
-    run(Command::new("apt-get").args(["update", "-qq"]))?;
-    run(Command::new("apt-get")
-        .args(["install", "-y", "-qq", "--no-install-recommends"])
-        .args(&missing)
-        .env("DEBIAN_FRONTEND", "noninteractive"))
+    with_retries(|| run(Command::new("apt-get").args(["update", "-qq"])))?;
+    with_retries(|| {
+        run(Command::new("apt-get")
+            .args(["install", "-y", "-qq", "--no-install-recommends"])
+            .args(&missing)
+            .env("DEBIAN_FRONTEND", "noninteractive"))
+    })
+}
+
+/// `attempt` until it succeeds, at most 3 times, waiting 5 s then 20 s
+/// between tries: a package mirror's failures are often transient.
+fn with_retries(mut attempt: impl FnMut() -> Result<(), String>) -> Result<(), String> {
+    for wait in [5, 20] {
+        match attempt() {
+            Ok(()) => return Ok(()),
+            Err(e) => {
+                eprintln!("tools: {e}; trying again in {wait} s");
+                std::thread::sleep(std::time::Duration::from_secs(wait));
+            }
+        }
+    }
+    attempt()
 }
 
 /// Copy `artifact` (`group:name`) at `version` and its dependencies from Maven

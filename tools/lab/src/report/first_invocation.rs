@@ -6,6 +6,7 @@
 use super::splice::{self, Markers};
 use crate::first_invocation::{FirstInvocation, NO_CONNECTIONS, SHIPPED, STEADY};
 use crate::machine::Machine;
+use crate::stats::median;
 use crate::tls;
 use std::fmt::Write as _;
 use std::path::Path;
@@ -31,6 +32,16 @@ pub fn section(measured: &Measured, machine: &Machine) -> String {
         }
         Ok(measured) => measured,
     };
+    intro(&mut md, measured, machine);
+    rows_table(&mut md, measured);
+    floors_table(&mut md, measured);
+    tls_table(&mut md, &measured.tls);
+    let _ = writeln!(md, "\n{}", SECTION.1);
+    md
+}
+
+/// What was measured, how, and what each column means.
+fn intro(md: &mut String, measured: &FirstInvocation, machine: &Machine) {
     let _ = writeln!(
         md,
         "Measured on {} (`cargo xtask lab first-invocation` measures this section again on its own). \
@@ -52,6 +63,10 @@ pub fn section(measured: &Measured, machine: &Machine) -> String {
         measured.builds,
         measured.starts
     );
+}
+
+/// One row per function, request and variant: the timings' medians.
+fn rows_table(md: &mut String, measured: &FirstInvocation) {
     let _ = writeln!(
         md,
         "| function | request | variant | init ms | first ms | steady ms | first / steady | cold ms | faults | CPU ms first / steady | handshakes |"
@@ -67,7 +82,7 @@ pub fn section(measured: &Measured, machine: &Machine) -> String {
         let handshakes: usize = row.starts.iter().map(|s| s.request_handshakes).sum();
         let cpu: Vec<(f64, f64)> = row.starts.iter().filter_map(|s| s.cpu_ms).collect();
         let cpu = if cpu.len() == row.starts.len() && !cpu.is_empty() {
-            let of = |pick: fn(&(f64, f64)) -> f64| crate::median(cpu.iter().map(pick).collect());
+            let of = |pick: fn(&(f64, f64)) -> f64| median(cpu.iter().map(pick).collect());
             format!("{:.1} / {:.1}", of(|c| c.0), of(|c| c.1))
         } else {
             "-".to_owned()
@@ -88,10 +103,14 @@ pub fn section(measured: &Measured, machine: &Machine) -> String {
             if faults.is_empty() {
                 "-".to_owned()
             } else {
-                format!("{:.0}", crate::median(faults))
+                format!("{:.0}", median(faults))
             },
         );
     }
+}
+
+/// Each function's init against a hello-world function's at its memory size.
+fn floors_table(md: &mut String, measured: &FirstInvocation) {
     let _ = writeln!(
         md,
         "\nInit against the floor: a hello-world function (`tools/lab/probes/examples/lab_hello.rs`: the \
@@ -112,7 +131,7 @@ pub fn section(measured: &Measured, machine: &Machine) -> String {
                 .filter(|r| r.function == floor.function && r.variant.name == variant)
                 .flat_map(|r| r.starts.iter().map(|s| s.init_ms))
                 .collect();
-            (!all.is_empty()).then(|| crate::median(all))
+            (!all.is_empty()).then(|| median(all))
         };
         let shipped = init(SHIPPED.name);
         let own = init(NO_CONNECTIONS.name).or(shipped);
@@ -128,9 +147,6 @@ pub fn section(measured: &Measured, machine: &Machine) -> String {
             cell(own.map(|v| v - floor.init_ms)),
         );
     }
-    tls_table(&mut md, &measured.tls);
-    let _ = writeln!(md, "\n{}", SECTION.1);
-    md
 }
 
 /// The TLS client's cold cost, per crypto provider and roots.
@@ -169,10 +185,10 @@ fn tls_table(md: &mut String, rows: &[tls::Row]) {
         let _ = writeln!(
             md,
             "| {provider} | {roots} | {:.1} | {:.1} | {:.1} | {:.1} |",
-            crate::median(row.client_ms.clone()),
-            crate::median(row.first_call_ms.clone()),
-            crate::median(row.first_call_cpu_ms.clone()),
-            crate::median(row.second_call_ms.clone()),
+            median(row.client_ms.clone()),
+            median(row.first_call_ms.clone()),
+            median(row.first_call_cpu_ms.clone()),
+            median(row.second_call_ms.clone()),
         );
     }
 }

@@ -103,7 +103,7 @@ fn intro(md: &mut String, curves: &[Curve], machine: &Machine) {
          ms\" is the median of the `Duration` the emulator reports (what Lambda bills). \"Detected\" is the CPU \
          share and worker count the function read at its cold start (its `shared init done` line).\n",
         machine.line(),
-        local_stack::cgroup::MB_PER_VCPU,
+        shared::vcpus::MB_PER_VCPU,
         curves
             .iter()
             .map(|c| format!("{} for the {}", c.steady, c.binary))

@@ -85,23 +85,8 @@ impl Engine {
         for program in BASE_PROGRAMS {
             programs.push(which(program)?);
         }
-        let mut files = BTreeSet::new();
-        for binary in programs.iter().chain(bootstraps) {
-            tools::require(binary, "the sam build output")?;
-            let output = Command::new("ldd")
-                .arg(binary)
-                .output()
-                .map_err(|e| format!("ldd: {e}"))?;
-            files.extend(ldd_paths(&String::from_utf8_lossy(&output.stdout)));
-        }
-        let mut manifest = String::new();
-        for file in &files {
-            let size = std::fs::metadata(file).map_err(|e| format!("{}: {e}", file.display()))?;
-            manifest.push_str(&format!("{} {}\n", file.display(), size.len()));
-        }
-        for program in &programs {
-            manifest.push_str(&format!("/bin/{}\n", file_name(program)));
-        }
+        let files = libraries(programs.iter().chain(bootstraps))?;
+        let manifest = manifest(&files, &programs)?;
         let manifest_file = self.dir.join("base-image.txt");
         let tag = base_tag();
         let exists = self
@@ -112,6 +97,18 @@ impl Engine {
             return Ok(());
         }
         eprintln!("sam-local: building {tag} from this machine's libraries");
+        let rootfs = self.base_rootfs(&files, &programs)?;
+        self.import_base_image(&rootfs, &tag)?;
+        write(&manifest_file, &manifest)
+    }
+
+    /// A fresh root file system for the base image: the folders Lambda has,
+    /// `files` at their paths and `programs` in `/bin`.
+    fn base_rootfs(
+        &self,
+        files: &BTreeSet<PathBuf>,
+        programs: &[PathBuf],
+    ) -> Result<PathBuf, String> {
         let rootfs = self.dir.join("base-rootfs");
         if rootfs.exists() {
             std::fs::remove_dir_all(&rootfs).map_err(|e| format!("{}: {e}", rootfs.display()))?;
@@ -129,17 +126,23 @@ impl Engine {
                 .map(drop)
                 .map_err(|e| format!("{} -> {}: {e}", from.display(), to.display()))
         };
-        for file in &files {
+        for file in files {
             copy(file, rootfs.join(file.strip_prefix("/").unwrap_or(file)))?;
         }
-        for program in &programs {
+        for program in programs {
             copy(program, rootfs.join("bin").join(file_name(program)))?;
         }
+        Ok(rootfs)
+    }
+
+    /// `rootfs` imported as [`BASE_IMAGE`] with Lambda's environment, tagged
+    /// `tag`; the emulation images SAM built on the previous one removed.
+    fn import_base_image(&self, rootfs: &Path, tag: &str) -> Result<(), String> {
         let tar = self.dir.join("base-rootfs.tar");
         tools::run(
             Command::new("tar")
                 .arg("-C")
-                .arg(&rootfs)
+                .arg(rootfs)
                 .arg("-cf")
                 .arg(&tar)
                 .arg("."),
@@ -158,7 +161,7 @@ impl Engine {
             &tar,
             BASE_IMAGE,
         ])?;
-        self.output(&["tag", BASE_IMAGE, &tag])?;
+        self.output(&["tag", BASE_IMAGE, tag])?;
         let stale = self.output(&[
             "images",
             "--quiet",
@@ -168,7 +171,7 @@ impl Engine {
         for image in stale.split_whitespace() {
             self.output(&["rmi", "--force", image])?;
         }
-        write(&manifest_file, &manifest)
+        Ok(())
     }
 
     /// The gateway address of the default network: the host as containers
@@ -266,6 +269,34 @@ fn storage_conf(dir: &Path) -> String {
 /// `text` as a TOML basic string.
 fn toml_string(text: &str) -> String {
     Value::String(text.to_owned()).to_string()
+}
+
+/// The files `binaries` load (`ldd`), each binary checked to exist first.
+fn libraries<'a>(binaries: impl Iterator<Item = &'a PathBuf>) -> Result<BTreeSet<PathBuf>, String> {
+    let mut files = BTreeSet::new();
+    for binary in binaries {
+        tools::require(binary, "the sam build output")?;
+        let output = Command::new("ldd")
+            .arg(binary)
+            .output()
+            .map_err(|e| format!("ldd: {e}"))?;
+        files.extend(ldd_paths(&String::from_utf8_lossy(&output.stdout)));
+    }
+    Ok(files)
+}
+
+/// What the base image holds: each of `files` with its size, then each of
+/// `programs` at its place in `/bin`.
+fn manifest(files: &BTreeSet<PathBuf>, programs: &[PathBuf]) -> Result<String, String> {
+    let mut manifest = String::new();
+    for file in files {
+        let size = std::fs::metadata(file).map_err(|e| format!("{}: {e}", file.display()))?;
+        manifest.push_str(&format!("{} {}\n", file.display(), size.len()));
+    }
+    for program in programs {
+        manifest.push_str(&format!("/bin/{}\n", file_name(program)));
+    }
+    Ok(manifest)
 }
 
 /// The files `ldd` names: libraries (`name => /path (0x…)`) and the loader

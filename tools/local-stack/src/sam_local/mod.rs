@@ -33,7 +33,7 @@ mod checks;
 mod engine;
 mod relay;
 
-pub use checks::{check, no_password_in};
+pub use checks::{check, check_sample, no_password_in};
 pub use relay::Relay;
 
 use engine::Engine;
@@ -67,14 +67,25 @@ const INVOKE_MARGIN: Duration = Duration::from_secs(120);
 /// Set for the command re-run inside its own network namespace.
 const ISOLATED: &str = "LOCAL_STACK_OWN_NETWORK_NAMESPACE";
 
-/// `None` inside the run's own network namespace. Outside, run this program
-/// with `args` in a new one (loopback up, nothing else), wait for it and say
-/// how it ended; where no namespace can be made (`unshare --net` needs root),
-/// one line says the run is skipped.
-pub fn in_own_network_namespace(args: &[&str]) -> Option<Result<(), String>> {
-    if std::env::var_os(ISOLATED).is_some() {
-        return None;
-    }
+/// Whether this process runs inside the run's own network namespace (made
+/// by [`in_own_network_namespace`]).
+pub fn in_own_network_namespace_now() -> bool {
+    std::env::var_os(ISOLATED).is_some()
+}
+
+/// How [`in_own_network_namespace`] ended, when it did not fail.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Namespace {
+    /// The program ran there and succeeded.
+    Ran,
+    /// No namespace can be made here; why.
+    Impossible(String),
+}
+
+/// Run this program with `args` in a new network namespace (loopback up,
+/// nothing else) and wait for it. Install everything the run needs before:
+/// nothing outside the machine can be reached from inside.
+pub fn in_own_network_namespace(args: &[&str]) -> Result<Namespace, String> {
     let in_namespace = |program: &[&str]| {
         let mut command = Command::new("unshare");
         command
@@ -88,48 +99,41 @@ pub fn in_own_network_namespace(args: &[&str]) -> Option<Result<(), String>> {
         .stderr(Stdio::null())
         .status();
     if !matches!(possible, Ok(status) if status.success()) {
-        println!(
-            "sam local invoke: skipped, no network namespace of its own can be made here (unshare --net and ip need root)"
-        );
-        return Some(Ok(()));
+        return Ok(Namespace::Impossible(
+            "no network namespace of its own can be made here (unshare --net and ip need root)"
+                .to_owned(),
+        ));
     }
-    let exe = match std::env::current_exe() {
-        Ok(exe) => exe.to_string_lossy().into_owned(),
-        Err(e) => return Some(Err(format!("this program's path: {e}"))),
-    };
-    let program: Vec<&str> = std::iter::once(exe.as_str())
+    let exe = std::env::current_exe().map_err(|e| format!("this program's path: {e}"))?;
+    let exe = exe.to_string_lossy();
+    let program: Vec<&str> = std::iter::once(exe.as_ref())
         .chain(args.iter().copied())
         .collect();
-    Some(match in_namespace(&program).env(ISOLATED, "1").status() {
-        Ok(status) if status.success() => Ok(()),
+    match in_namespace(&program).env(ISOLATED, "1").status() {
+        Ok(status) if status.success() => Ok(Namespace::Ran),
         Ok(status) => Err(format!(
             "sam local invoke (own network namespace): {status}"
         )),
         Err(e) => Err(format!("unshare: {e}")),
-    })
+    }
 }
 
-/// How a run ended.
+/// What a run did: the invocations made, and the sample events not answered
+/// as expected.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Outcome {
-    /// No engine can be had here; why.
-    Skipped(String),
-    /// Invocations made, and the sample events not answered as expected.
-    Ran {
-        invocations: usize,
-        failures: Vec<String>,
-    },
+pub struct Outcome {
+    pub invocations: usize,
+    pub failures: Vec<String>,
 }
 
 /// Run `sam local invoke` for every function of the template and each of its
 /// sample events (the first one only with `quick`), against the build in
 /// `build_dir` (`sam build --build-dir`), logs in `logs`.
+///
+/// Runs inside the run's own network namespace: the tools and podman are
+/// installed before ([`engine_available`], `tools::install`).
 pub fn run(build_dir: &Path, logs: &Path, quick: bool) -> Result<Outcome, String> {
-    if let Err(reason) = engine_available() {
-        return Ok(Outcome::Skipped(reason));
-    }
     crate::process::stop_all_on_interrupt()?;
-    tools::install()?;
     std::fs::create_dir_all(logs).map_err(|e| format!("{}: {e}", logs.display()))?;
     let built_template = build_dir.join("template.yaml");
     tools::require(&built_template, "the sam build output")?;
@@ -176,59 +180,96 @@ pub fn run(build_dir: &Path, logs: &Path, quick: bool) -> Result<Outcome, String
     ]))?;
     let _service = engine.serve(&logs.join("podman-service.log"))?;
 
-    let mut invocations = 0;
-    let mut failures = Vec::new();
+    let run = Run {
+        engine: &engine,
+        template: &built_template,
+        env_vars: &env_vars,
+        logs,
+    };
+    let mut outcome = Outcome {
+        invocations: 0,
+        failures: Vec::new(),
+    };
     let mut stored_orders = 0;
     for function in &functions {
-        let mut samples = events::of(&function.binary)?;
+        run.samples(function, quick, stored_orders, &mut outcome)?;
+        if function.binary == "order-processor" {
+            let ids = runtime.block_on(order_ids(&dynamodb.client()))?;
+            stored_orders = ids.len();
+            // sam local reaches the dead-letter queue: invalid orders go there.
+            let expected = events::stored_orders(&function.binary, true)?;
+            if !quick && ids != expected {
+                outcome
+                    .failures
+                    .push(format!("OrdersTable holds {ids:?}, expected {expected:?}"));
+            }
+        }
+    }
+    engine.remove_containers()?;
+    Ok(outcome)
+}
+
+/// What every `sam local invoke` of a run shares.
+struct Run<'a> {
+    engine: &'a Engine,
+    /// The template `sam build` wrote.
+    template: &'a Path,
+    /// SAM's `--env-vars` file.
+    env_vars: &'a Path,
+    logs: &'a Path,
+}
+
+impl Run<'_> {
+    /// Invoke `function` with each of its sample events (the first only with
+    /// `quick`) and check each answer against its expectation; count the
+    /// invocations and note what failed in `outcome`.
+    fn samples(
+        &self,
+        function: &Function,
+        quick: bool,
+        stored_orders: usize,
+        outcome: &mut Outcome,
+    ) -> Result<(), String> {
+        let mut samples = events::samples(&function.binary)?;
         if quick {
             samples.truncate(1);
         }
-        for (path, text) in samples {
-            let name = path
+        for sample in samples {
+            let name = sample
+                .path
                 .file_stem()
                 .map(|s| s.to_string_lossy().into_owned())
                 .unwrap_or_default();
             let label = format!("{} {name}", function.logical_id);
             let started = Instant::now();
-            let event: Value =
-                serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
-            let log = logs.join(format!("{}-{name}.log", function.binary));
-            let outcome = invoke(&engine, &built_template, function, &path, &env_vars, &log)
-                .and_then(|(answer, output)| {
-                    check(&function.binary, &event, &answer, stored_orders)?;
-                    no_password_in(&event, &output)
-                });
-            invocations += 1;
-            match outcome {
+            let log = self.logs.join(format!("{}-{name}.log", function.binary));
+            let answered = invoke(
+                self.engine,
+                self.template,
+                function,
+                &sample.path,
+                self.env_vars,
+                &log,
+            )
+            .and_then(|(answer, output)| check_sample(&sample, &answer, &output, stored_orders));
+            outcome.invocations += 1;
+            match answered {
                 Ok(()) => println!("  ok    {label} ({:.1} s)", started.elapsed().as_secs_f64()),
                 Err(e) => {
                     println!("  FAIL  {label}: {e} (log: {})", log.display());
-                    failures.push(format!("{label}: {e}"));
+                    outcome.failures.push(format!("{label}: {e}"));
                 }
             }
         }
-        if function.binary == "order-processor" {
-            let ids = runtime.block_on(order_ids(&dynamodb.client()))?;
-            stored_orders = ids.len();
-            if !quick && ids != events::STORED_ORDERS {
-                failures.push(format!(
-                    "OrdersTable holds {ids:?}, expected {:?}",
-                    events::STORED_ORDERS
-                ));
-            }
-        }
+        Ok(())
     }
-    engine.remove_containers()?;
-    Ok(Outcome::Ran {
-        invocations,
-        failures,
-    })
 }
 
-/// `Err(why)` where podman cannot be had: another architecture, no cgroup
-/// filesystem, or the pinned packages missing and not installable.
-fn engine_available() -> Result<(), String> {
+/// Install podman (the pinned packages) unless it is there; `Err(why)` where
+/// it cannot be had: another architecture, no cgroup filesystem, or the
+/// packages missing and not installable. Call it outside the run's network
+/// namespace (installing needs the package mirror).
+pub fn engine_available() -> Result<(), String> {
     if !matches!(std::env::consts::ARCH, "x86_64" | "aarch64") {
         return Err(format!(
             "no Lambda base image for {}",

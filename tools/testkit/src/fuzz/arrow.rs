@@ -131,7 +131,9 @@ pub fn check_request(data: &[u8]) -> Result<(), String> {
     let config = Config::from_env(&[("TABLE_NAME", "orders"), ("REPORTS_TABLE", "reports")])
         .map_err(|e| e.to_string())?;
     let handler = Handler::new(MemoryStore::new(arrow::items(20, 5, 1), 4), config, 2, None);
+    // The handler's deadline needs tokio's timer.
     let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
         .build()
         .map_err(|e| e.to_string())?;
     let answer = runtime.block_on(handler.handle(LambdaEvent::new(payload, Context::default())));

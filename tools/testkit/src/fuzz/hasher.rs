@@ -16,9 +16,9 @@
 
 use base64::Engine;
 use lambda_runtime::{Context, Diagnostic, LambdaEvent};
-use password_hasher::config::Limits;
+use password_hasher::calibration::Estimator;
+use password_hasher::config::Config;
 use password_hasher::handler::{Handler, is_function_url};
-use password_hasher::hashing::Estimator;
 use password_hasher::request::{self, MAX_PASSWORD_BYTES, Request};
 use password_hasher::secret::Secret;
 use serde_json::value::RawValue;
@@ -72,7 +72,7 @@ pub fn seeds(events: &[Value]) -> Vec<Vec<u8>> {
 
 /// Check one request body.
 pub fn check(data: &[u8]) -> Result<(), String> {
-    let limits = Limits::default();
+    let limits = Config::default();
     let parsed = request::parse(data, &limits);
     match &parsed {
         Ok(request) if !limits_hold(request, &limits) => {
@@ -142,7 +142,7 @@ fn same_verdict(a: &Result<(), String>, b: &Result<(), String>) -> bool {
 }
 
 /// Every limit of an accepted request holds.
-fn limits_hold(request: &Request, limits: &Limits) -> bool {
+fn limits_hold(request: &Request, limits: &Config) -> bool {
     let password_ok = |p: &Secret| {
         (1..=MAX_PASSWORD_BYTES).contains(&p.expose().len()) && !p.expose().contains(&0)
     };
@@ -234,7 +234,7 @@ fn handler() -> Result<Handler, String> {
     })
     .map_err(|e| e.to_string())?;
     let estimator = Estimator::from_sample(Duration::from_secs(6), 4);
-    Ok(Handler::new(init, Limits::default(), estimator))
+    Ok(Handler::new(init, Config::default(), estimator))
 }
 
 #[cfg(test)]

@@ -1,0 +1,99 @@
+//! `cargo xtask lab power | bcrypt | fan-out | first-invocation`: measure one
+//! section and replace its part of an existing `BENCHMARKS.md`.
+
+use crate::scale::Scale;
+use crate::{bcrypt, fan_out, first_invocation, machine, probes, report, tuning};
+use indicatif::{ProgressBar, ProgressStyle};
+use local_stack::workspace_root;
+use std::time::Duration;
+
+/// The progress line of a command that measures one section.
+fn spinner() -> Result<ProgressBar, String> {
+    let bar = ProgressBar::new_spinner();
+    bar.set_style(
+        ProgressStyle::with_template("{spinner} [{elapsed_precise}] {msg}")
+            .map_err(|e| e.to_string())?,
+    );
+    bar.enable_steady_tick(Duration::from_millis(200));
+    Ok(bar)
+}
+
+/// `lab power`: measure the memory sizes only (building the x86_64 release
+/// bootstraps if missing) and replace their part of `BENCHMARKS.md`.
+pub fn power_only() -> Result<(), String> {
+    let machine = machine::Machine::here();
+    // Before measuring for minutes: the report must have the part to replace.
+    report::power_rewritable(&workspace_root())?;
+    tuning::build()?;
+    let bar = spinner()?;
+    let curves = tuning::measure_if_limits_enforced(machine.cores, &|message: &str| {
+        bar.set_message(message.to_owned())
+    })?;
+    bar.finish_and_clear();
+    let curves = curves.map_err(|why| format!("power tuning: {why}"))?;
+    report::rewrite_power(&workspace_root(), &Ok(curves), &machine)?;
+    println!(
+        "lab: wrote the power tuning into {}",
+        workspace_root().join("BENCHMARKS.md").display()
+    );
+    Ok(())
+}
+
+/// `lab bcrypt`: measure the bcrypt section only (building the probes with
+/// one allocator) and replace it in `BENCHMARKS.md`.
+pub fn bcrypt_only() -> Result<(), String> {
+    let machine = machine::Machine::here();
+    // Before building and measuring: the report must have the part to replace.
+    report::bcrypt_rewritable(&workspace_root())?;
+    let bar = spinner()?;
+    let tick = |message: &str| bar.set_message(message.to_owned());
+    let probes = probes::Probes::optimised(&[bcrypt::ALLOCATOR], &tick)?;
+    tick("bcrypt");
+    let bcrypt = bcrypt::measure(&probes, Scale::Full, machine.cores)?;
+    bar.finish_and_clear();
+    report::rewrite_bcrypt(&workspace_root(), &bcrypt, &machine)?;
+    println!(
+        "lab: wrote the bcrypt section into {}",
+        workspace_root().join("BENCHMARKS.md").display()
+    );
+    bcrypt::check_agreement(&bcrypt)
+}
+
+/// `lab fan-out`: measure the fan-out section only (building the x86_64
+/// release bootstraps first) and replace it in `BENCHMARKS.md`.
+pub fn fan_out_only() -> Result<(), String> {
+    let machine = machine::Machine::here();
+    report::fan_out_rewritable(&workspace_root())?;
+    tuning::build()?;
+    let bar = spinner()?;
+    let rows = fan_out::measure(&|message: &str| bar.set_message(message.to_owned()))?;
+    bar.finish_and_clear();
+    report::rewrite_fan_out(&workspace_root(), &Ok(rows), &machine)?;
+    println!(
+        "lab: wrote the fan-out section into {}",
+        workspace_root().join("BENCHMARKS.md").display()
+    );
+    Ok(())
+}
+
+/// `lab first-invocation`: measure the first invocations only (building the
+/// x86_64 release bootstraps and the hello-world probe first) and replace
+/// their section in `BENCHMARKS.md`.
+pub fn first_invocation_only() -> Result<(), String> {
+    let machine = machine::Machine::here();
+    report::first_invocation_rewritable(&workspace_root())?;
+    local_stack::cgroup::enforced()
+        .map_err(|why| format!("CPU and memory limits are not enforced here ({why})"))?;
+    tuning::build()?;
+    let bar = spinner()?;
+    let tick = |message: &str| bar.set_message(message.to_owned());
+    let probes = probes::Probes::optimised(&["mimalloc"], &tick)?;
+    let measured = first_invocation::measure(Scale::Full, &probes, &tick)?;
+    bar.finish_and_clear();
+    report::rewrite_first_invocation(&workspace_root(), &Ok(measured.clone()), &machine)?;
+    println!(
+        "lab: wrote the first-invocation section into {}",
+        workspace_root().join("BENCHMARKS.md").display()
+    );
+    first_invocation::check(&measured)
+}

@@ -1,0 +1,151 @@
+//! `cargo xtask lab [--quick]`: every section measured, `BENCHMARKS.md`
+//! written, then the properties that must hold everywhere checked.
+
+use crate::scale::Scale;
+use crate::{
+    bcrypt, cold_start, fan_out, first_invocation, machine, memory, prewarm, probes, report, tuning,
+};
+use indicatif::{ProgressBar, ProgressStyle};
+use local_stack::workspace_root;
+use std::time::Duration;
+
+/// Everything one run measured.
+#[derive(Debug, Clone)]
+pub struct Results {
+    pub scale: Scale,
+    pub machine: machine::Machine,
+    pub memory: Vec<(memory::Pattern, Vec<memory::Run>)>,
+    pub prewarm: Vec<prewarm::Row>,
+    pub bcrypt: bcrypt::Bcrypt,
+    /// Not in quick mode.
+    pub cold_start: Option<Vec<cold_start::Row>>,
+    /// The memory sizes measured, or why not.
+    pub power: report::Tuning,
+    /// The fan-out against one function, or why not.
+    pub fan_out: report::FanOut,
+    /// The first invocation against the steady state, or why not.
+    pub first_invocation: Result<first_invocation::FirstInvocation, String>,
+}
+
+/// Run the lab at `scale`, write the report, then fail if a property broke.
+/// `build_release` makes sure the release bootstraps exist (full scale only).
+pub fn run(scale: Scale, build_release: &dyn Fn() -> Result<(), String>) -> Result<(), String> {
+    let machine = machine::Machine::here();
+    let bar = progress_bar(scale)?;
+    let tick = |message: &str| {
+        bar.inc(1);
+        bar.set_message(message.to_owned());
+        if scale == Scale::Quick {
+            eprintln!("lab: {message}");
+        }
+    };
+    let results = measure(scale, machine, build_release, &tick)?;
+    bar.finish_and_clear();
+
+    let dir = match scale {
+        Scale::Full => workspace_root(),
+        Scale::Quick => workspace_root().join("target").join("lab-quick"),
+    };
+    report::write(&dir, &results)?;
+    println!("lab: wrote {}", dir.join("BENCHMARKS.md").display());
+    check(&results)
+}
+
+/// The progress line of a whole run, one step per measurement (hidden in
+/// quick mode, which prints its steps instead).
+fn progress_bar(scale: Scale) -> Result<ProgressBar, String> {
+    let bar = match scale {
+        Scale::Full => ProgressBar::new_spinner(),
+        Scale::Quick => ProgressBar::hidden(),
+    };
+    bar.set_style(
+        ProgressStyle::with_template("{spinner} [{elapsed_precise}] step {pos}: {msg}")
+            .map_err(|e| e.to_string())?,
+    );
+    bar.enable_steady_tick(Duration::from_millis(200));
+    Ok(bar)
+}
+
+/// Every section at `scale`, in order, `tick` naming each step.
+fn measure(
+    scale: Scale,
+    machine: machine::Machine,
+    build_release: &dyn Fn() -> Result<(), String>,
+    tick: &dyn Fn(&str),
+) -> Result<Results, String> {
+    let probes = match scale {
+        Scale::Full => probes::Probes::optimised(&probes::ALLOCATORS, tick)?,
+        Scale::Quick => probes::Probes::debug()?,
+    };
+    let trials = match scale {
+        Scale::Full => 3,
+        Scale::Quick => 1,
+    };
+    let mut memory = Vec::new();
+    for pattern in memory::patterns(scale) {
+        // Throughput is the burst's figure; low traffic is about RSS.
+        let trials = if pattern.phases.len() > 1 { 1 } else { trials };
+        let runs = memory::measure(&probes, &pattern, trials, tick)?;
+        memory.push((pattern, runs));
+    }
+    let prewarm = prewarm::measure(&probes, scale, tick)?;
+    tick("bcrypt");
+    let bcrypt = bcrypt::measure(&probes, scale, machine.cores)?;
+    let (cold_start, power, fan_out) = match scale {
+        Scale::Full => {
+            tick("release builds for the cold starts and the power tuning");
+            build_release()?;
+            let cold_start = cold_start::measure(tick)?;
+            let power = tuning::measure_if_limits_enforced(machine.cores, tick)?;
+            (Some(cold_start), power, Ok(fan_out::measure(tick)?))
+        }
+        Scale::Quick => (
+            None,
+            Err("not in quick mode (it needs the release builds)".to_owned()),
+            Err("not in quick mode (it needs the release builds)".to_owned()),
+        ),
+    };
+    let first_invocation = match local_stack::cgroup::enforced() {
+        Err(why) => Err(format!(
+            "CPU and memory limits are not enforced here ({why})"
+        )),
+        Ok(()) => Ok(first_invocation::measure(scale, &probes, tick)?),
+    };
+    Ok(Results {
+        power,
+        fan_out,
+        first_invocation,
+        scale,
+        machine,
+        memory,
+        prewarm,
+        bcrypt,
+        cold_start,
+    })
+}
+
+/// The properties that must hold on every machine.
+fn check(results: &Results) -> Result<(), String> {
+    for (pattern, runs) in &results.memory {
+        memory::check_bounded(pattern, runs)?;
+        println!(
+            "lab: {}: memory bounded ({})",
+            pattern.name,
+            runs.iter()
+                .map(|r| format!("{} +{:.2} MiB", r.setup.label, r.growth_mib))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    prewarm::check_faults_removed(&results.prewarm)?;
+    println!("lab: pre-warm removes most first-invocation page faults");
+    bcrypt::check_agreement(&results.bcrypt)?;
+    println!("lab: bcrypt: every candidate's hashes equal the bcrypt crate's");
+    if let Ok(measured) = &results.first_invocation {
+        first_invocation::check(measured)?;
+        println!(
+            "lab: first invocation: no request opens a connection, and the pre-warm never makes it slower than none"
+        );
+    }
+    Ok(())
+}

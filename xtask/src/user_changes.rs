@@ -1,0 +1,284 @@
+//! A user's changes, made the way the README tells a user to make them, in a
+//! scratch copy of the project (`target/user-changes/`), then checked there
+//! as the project checks itself: a new function (`cargo xtask
+//! new-function`), each function on another allocator, and the error a user
+//! meets when an allocator's feature is missing.
+//!
+//! The copy builds into this workspace's `target/`, so only its own crates
+//! are compiled again. Cargo names a workspace crate's artifacts after its
+//! path *inside* the workspace, so the copy's crates would replace this
+//! workspace's own; the copy's `.cargo/config.toml` gives each of its members
+//! a profile setting of no consequence (255 codegen units instead of 256),
+//! which gives them names of their own (`init_check.rs` does the same).
+
+use crate::command::{cargo, describe, run, workspace_root};
+use crate::{init_check, new_function, sam, scaffold};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Where the copy is made, inside this workspace.
+const COPY: &str = "target/user-changes";
+/// The function `new-function` adds to the copy.
+const NEW_FUNCTION: &str = "greeter";
+/// Where `sam build` builds the copy's functions, inside the copy.
+const BUILD_DIR: &str = "target/sam-build-quick";
+/// One allocator per function, as each function's README tells how: the
+/// type `main.rs` declares and `shared`'s feature in its `Cargo.toml`
+/// (`System` needs none).
+const MIX: [(&str, &str, Option<&str>); 4] = [
+    ("order-processor", "Jemalloc", Some("jemalloc")),
+    ("password-hasher", "Snmalloc", Some("snmalloc")),
+    ("arrow-worker", "Mimalloc", Some("mimalloc")),
+    (NEW_FUNCTION, "System", None),
+];
+
+/// A fresh copy with a new function: its format, lints and unit tests pass,
+/// and so do the copy's tidy and template hygiene tests.
+pub fn new_function() -> Result<(), String> {
+    let copy = fresh_copy()?;
+    new_function::create(&copy, NEW_FUNCTION)?;
+    distinct_artifact_names(&copy)?;
+    run(&mut in_copy(&copy, &["fmt", "--all", "--check"]))?;
+    run(&mut in_copy(
+        &copy,
+        &[
+            "clippy",
+            "--package",
+            NEW_FUNCTION,
+            "--all-targets",
+            "--",
+            "-D",
+            "warnings",
+        ],
+    ))?;
+    run(&mut in_copy(&copy, &["test", "--package", NEW_FUNCTION]))?;
+    run(&mut in_copy(
+        &copy,
+        &[
+            "test",
+            "--package",
+            "e2e",
+            "--test",
+            "tidy",
+            "--test",
+            "template_hygiene",
+        ],
+    ))
+}
+
+/// In the copy of [`new_function`]: every function on the allocator of
+/// [`MIX`], `sam build` of the mix, then every sample event answered by the
+/// sam-built functions under the emulator and each served by its allocator.
+pub fn mixed_allocators() -> Result<(), String> {
+    let copy = existing_copy()?;
+    for (function, kind, feature) in MIX {
+        switch_allocator(&copy.join("functions").join(function), kind, feature)?;
+    }
+    let template = copy.join("template.yaml");
+    let built = copy.join(BUILD_DIR);
+    run(sam(&[
+        "build",
+        "--template-file",
+        &template.to_string_lossy(),
+        "--build-dir",
+        &built.to_string_lossy(),
+    ])
+    .env("SAM_BUILD_MODE", "debug")
+    .env("CARGO_TARGET_DIR", workspace_root().join("target")))?;
+    run(in_copy(
+        &copy,
+        &[
+            "test",
+            "--package",
+            "e2e",
+            "--test",
+            "emulator",
+            "--test",
+            "allocators",
+        ],
+    )
+    .env("E2E_BOOTSTRAPS", &built))
+}
+
+/// In the copy: a function that declares an allocator whose feature it did
+/// not enable does not compile, and the error names the feature.
+pub fn allocator_without_feature() -> Result<(), String> {
+    let copy = existing_copy()?;
+    let function = copy.join("functions").join(NEW_FUNCTION);
+    let main = function.join("src").join("main.rs");
+    let text = read(&main)?;
+    write(
+        &main,
+        &text.replace("global_allocator!(System)", "global_allocator!(Jemalloc)"),
+    )?;
+    let check = expect_failure(
+        &mut in_copy(&copy, &["check", "--package", NEW_FUNCTION]),
+        "gated behind the `jemalloc` feature",
+    );
+    write(&main, &text)?;
+    check
+}
+
+/// `cargo ARGS` in the copy, building into this workspace's `target/`.
+fn in_copy(copy: &Path, args: &[&str]) -> Command {
+    let mut command = cargo();
+    command
+        .current_dir(copy)
+        .args(args)
+        .env("CARGO_TARGET_DIR", workspace_root().join("target"));
+    command
+}
+
+/// A fresh copy of every file git knows here (tracked, or new and not
+/// ignored), sharing this workspace's pinned tools.
+fn fresh_copy() -> Result<PathBuf, String> {
+    let root = workspace_root();
+    let copy = init_check::fresh_dir(COPY)?;
+    for file in scaffold::project_files(&root)? {
+        let (from, to) = (root.join(&file), copy.join(&file));
+        if !from.is_file() {
+            continue; // deleted in the work tree, still in the index
+        }
+        if let Some(dir) = to.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        }
+        std::fs::copy(&from, &to).map_err(|e| format!("{}: {e}", to.display()))?;
+    }
+    std::os::unix::fs::symlink(root.join(".tools"), copy.join(".tools"))
+        .map_err(|e| format!("{}: {e}", copy.join(".tools").display()))?;
+    Ok(copy)
+}
+
+/// The copy made by [`new_function`].
+fn existing_copy() -> Result<PathBuf, String> {
+    let copy = workspace_root().join(COPY);
+    if copy.join("functions").join(NEW_FUNCTION).is_dir() {
+        Ok(copy)
+    } else {
+        Err(format!(
+            "no {} with the new function: the new-function step runs first",
+            copy.display()
+        ))
+    }
+}
+
+/// Give every member of the copy's workspace artifact names of its own (see
+/// the module doc).
+fn distinct_artifact_names(copy: &Path) -> Result<(), String> {
+    let config = copy.join(".cargo").join("config.toml");
+    let mut text = read(&config)?;
+    text.push_str(
+        "\n# A scratch copy: artifact names of its own (see xtask/src/user_changes.rs).\n",
+    );
+    for member in init_check::workspace_members(copy)? {
+        text.push_str(&format!(
+            "[profile.dev.package.{member}]\ncodegen-units = 255\n"
+        ));
+    }
+    write(&config, &text)
+}
+
+/// Make the function in `crate_dir` declare `kind` with `shared`'s feature
+/// `feature`, as a user would: the allocator line of `main.rs`, and the
+/// allocator feature on `shared`'s line of `Cargo.toml`.
+fn switch_allocator(crate_dir: &Path, kind: &str, feature: Option<&str>) -> Result<(), String> {
+    let main = crate_dir.join("src").join("main.rs");
+    let text = read(&main)?;
+    let (before, rest) = text
+        .split_once("shared::global_allocator!(")
+        .ok_or_else(|| format!("{}: no allocator line", main.display()))?;
+    let (_, after) = rest
+        .split_once(')')
+        .ok_or_else(|| format!("{}: unclosed allocator line", main.display()))?;
+    write(
+        &main,
+        &format!("{before}shared::global_allocator!({kind}){after}"),
+    )?;
+    let manifest = crate_dir.join("Cargo.toml");
+    let text = read(&manifest)?;
+    let mut switched = false;
+    let lines: Vec<String> = text
+        .lines()
+        .map(|line| {
+            if !(line.starts_with("shared = ") || line.starts_with("shared.workspace")) {
+                return line.to_owned();
+            }
+            switched = true;
+            with_allocator_feature(line, feature)
+        })
+        .collect();
+    if !switched {
+        return Err(format!("{}: no `shared = ` line", manifest.display()));
+    }
+    write(&manifest, &(lines.join("\n") + "\n"))
+}
+
+/// `shared`'s dependency line with `feature` as its only allocator feature.
+fn with_allocator_feature(line: &str, feature: Option<&str>) -> String {
+    const ALLOCATORS: [&str; 3] = ["mimalloc", "jemalloc", "snmalloc"];
+    let Some((head, rest)) = line.split_once("features = [") else {
+        return match feature {
+            Some(f) => line.replace(
+                ".workspace = true",
+                &format!(" = {{ workspace = true, features = [\"{f}\"] }}"),
+            ),
+            None => line.to_owned(),
+        };
+    };
+    let (list, tail) = rest.split_once(']').unwrap_or((rest, ""));
+    let mut features: Vec<String> = list
+        .split(',')
+        .map(|f| f.trim().trim_matches('"').to_owned())
+        .filter(|f| !f.is_empty() && !ALLOCATORS.contains(&f.as_str()))
+        .collect();
+    features.extend(feature.map(str::to_owned));
+    let list: Vec<String> = features.iter().map(|f| format!("\"{f}\"")).collect();
+    format!("{head}features = [{}]{tail}", list.join(", "))
+}
+
+/// Run `command` and require that it fails with `message` in its output.
+fn expect_failure(command: &mut Command, message: &str) -> Result<(), String> {
+    let output = command
+        .output()
+        .map_err(|e| format!("{}: {e}", describe(command)))?;
+    let text = String::from_utf8_lossy(&output.stderr);
+    if !output.status.success() && text.contains(message) {
+        Ok(())
+    } else {
+        Err(format!(
+            "{} should fail with {message:?}, but: {}\n{text}",
+            describe(command),
+            output.status
+        ))
+    }
+}
+
+fn read(path: &Path) -> Result<String, String> {
+    std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+fn write(path: &Path, text: &str) -> Result<(), String> {
+    std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_allocator_feature_is_swapped_and_others_kept() {
+        let line = r#"shared = { workspace = true, features = ["aws", "mimalloc"] }"#;
+        assert_eq!(
+            with_allocator_feature(line, Some("jemalloc")),
+            r#"shared = { workspace = true, features = ["aws", "jemalloc"] }"#
+        );
+        assert_eq!(
+            with_allocator_feature(line, None),
+            r#"shared = { workspace = true, features = ["aws"] }"#
+        );
+        assert_eq!(
+            with_allocator_feature("shared.workspace = true", Some("snmalloc")),
+            r#"shared = { workspace = true, features = ["snmalloc"] }"#
+        );
+    }
+}
