@@ -265,7 +265,6 @@ fn cold_start_is_logged_once_with_the_init_facts() {
     assert_eq!(init.len(), 1, "{logs}");
     assert_eq!(init[0]["workers"], 3);
     assert_eq!(init[0]["decided_by"], "WORKER_COUNT");
-    assert_eq!(init[0]["allocator"], "mimalloc");
     let marker: Vec<_> = lines
         .iter()
         .filter(|l| l["message"] == "cold start: first invocation")

@@ -29,6 +29,10 @@
 //!   its function, role, log group, alarm and output in `template.yaml`, a
 //!   sample event in `events/NAME/` (see `new_function.rs`)
 //!
+//! - `user-changes`  the suite's steps that make a user's changes in a scratch
+//!   copy (`target/user-changes/`): a new function, one allocator per
+//!   function, an allocator without its feature (see `user_changes.rs`)
+//!
 //! This crate only dispatches: the local stack (`tools/local-stack/`) and the lab
 //! (`tools/lab/`) are crates of their own, run with `cargo run`, so `cargo xtask`
 //! compiles no AWS SDK and no plotting library.
@@ -43,7 +47,7 @@ mod user_changes;
 use command::{package, run};
 use std::process::{Command, ExitCode};
 
-const USAGE: &str = "usage: cargo xtask <tools | test | run [--release] [--keep] [--visibility-timeout SECONDS] | build-arm64 | bcrypt-differential [--arm64] | sam-local [--quick] | check-init | lab [--quick | power | bcrypt | fan-out | first-invocation] | new-function NAME>";
+const USAGE: &str = "usage: cargo xtask <tools | test | run [--release] [--keep] [--visibility-timeout SECONDS] | build-arm64 | bcrypt-differential [--arm64] | sam-local [--quick] | check-init | lab [--quick | power | bcrypt | fan-out | first-invocation] | new-function NAME | user-changes>";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -59,6 +63,9 @@ fn main() -> ExitCode {
         ["lab", flags @ ..] => run(&mut package("lab", flags)),
         ["check-init"] => init_check::from_git().and_then(|()| init_check::from_zip()),
         ["new-function", name] => add_function(name),
+        ["user-changes"] => user_changes::new_function()
+            .and_then(|()| user_changes::mixed_allocators())
+            .and_then(|()| user_changes::allocator_without_feature()),
         ["--help" | "-h" | "help"] => {
             println!("{USAGE}");
             Ok(())
