@@ -343,6 +343,7 @@ impl Names {
 // ---------------------------------------------------------------- template.yaml
 
 /// One `  Key:` entry of a top-level section, with the lines under it.
+#[derive(Clone, Copy)]
 struct Entry<'a> {
     key: &'a str,
     /// The key's line.
@@ -365,6 +366,18 @@ fn add_to_template(template: &str, names: &Names) -> Result<String, String> {
         "\n"
     };
     let lines: Vec<&str> = template.lines().collect();
+    refuse_declared(&lines, names)?;
+    let mut insertions = blocks_to_insert(&lines, names)?;
+    let mut text = insert_blocks(&lines, &mut insertions).join(newline);
+    if template.ends_with('\n') {
+        text.push_str(newline);
+    }
+    Ok(text)
+}
+
+/// An error if a line of the template declares one of `names`' logical ids,
+/// or a function of its binary or folder.
+fn refuse_declared(lines: &[&str], names: &Names) -> Result<(), String> {
     let pascal = &names.pascal;
     let ids = [
         "Function",
@@ -393,30 +406,32 @@ fn add_to_template(template: &str, names: &Names) -> Result<String, String> {
             ));
         }
     }
-    let resources = entries(&lines, "Resources")
-        .ok_or("template.yaml has no top-level `Resources:` section")?;
+    Ok(())
+}
+
+/// `names`' blocks, each with the entry of the template it goes after: the
+/// last `Errors` alarm of a function, role, function and `…FunctionName`
+/// output (no output block if the template has none).
+fn blocks_to_insert<'a>(
+    lines: &[&'a str],
+    names: &Names,
+) -> Result<Vec<(Entry<'a>, String)>, String> {
+    let pascal = &names.pascal;
+    let resources =
+        entries(lines, "Resources").ok_or("template.yaml has no top-level `Resources:` section")?;
     let last_of = |kind: &str, what: &str| {
         resources
             .iter()
             .rev()
             .find(|e| e.kind == Some(kind))
+            .copied()
             .ok_or(format!(
                 "template.yaml declares no {what} ({kind}) to add {pascal}'s beside"
             ))
     };
     let function = last_of("AWS::Serverless::Function", "function")?;
     let role = last_of("AWS::IAM::Role", "role")?;
-    let alarm = resources
-        .iter()
-        .rev()
-        .find(|e| {
-            let block = &lines[e.start..e.end];
-            e.kind == Some("AWS::CloudWatch::Alarm")
-                && ["Namespace: AWS/Lambda", "MetricName: Errors"]
-                    .iter()
-                    .all(|property| block.iter().any(|l| l.trim() == *property))
-        })
-        .ok_or("template.yaml has no `Errors` alarm of a function to add one beside")?;
+    let alarm = last_errors_alarm(lines, &resources)?;
     let actions = alarm_actions(&lines[alarm.start..alarm.end]);
     if actions.is_empty() {
         return Err(format!(
@@ -425,7 +440,7 @@ fn add_to_template(template: &str, names: &Names) -> Result<String, String> {
             alarm.key
         ));
     }
-    let output = entries(&lines, "Outputs").and_then(|outputs| {
+    let output = entries(lines, "Outputs").and_then(|outputs| {
         outputs
             .into_iter()
             .rev()
@@ -441,15 +456,38 @@ fn add_to_template(template: &str, names: &Names) -> Result<String, String> {
         ),
         (function, names.render(FUNCTION)),
     ];
-    if let Some(output) = &output {
+    if let Some(output) = output {
         insertions.push((output, names.render(OUTPUT)));
     }
+    Ok(insertions)
+}
+
+/// The last of `resources` that is a function's `Errors` alarm.
+fn last_errors_alarm<'a>(lines: &[&str], resources: &[Entry<'a>]) -> Result<Entry<'a>, String> {
+    resources
+        .iter()
+        .rev()
+        .find(|e| {
+            let block = &lines[e.start..e.end];
+            e.kind == Some("AWS::CloudWatch::Alarm")
+                && ["Namespace: AWS/Lambda", "MetricName: Errors"]
+                    .iter()
+                    .all(|property| block.iter().any(|l| l.trim() == *property))
+        })
+        .copied()
+        .ok_or_else(|| {
+            "template.yaml has no `Errors` alarm of a function to add one beside".to_owned()
+        })
+}
+
+/// `lines` with each block of `insertions` after its entry, separated by a
+/// blank line if the entry is from what follows it (at the end, from what
+/// precedes it).
+fn insert_blocks<'a>(lines: &[&'a str], insertions: &'a mut [(Entry<'_>, String)]) -> Vec<&'a str> {
     // Bottom up, so that the line numbers above stay right.
     insertions.sort_by_key(|(after, _)| std::cmp::Reverse(after.end));
-    let mut out: Vec<&str> = lines.clone();
-    for (after, block) in &insertions {
-        // Separated by a blank line if the sibling is from what follows it
-        // (at the end, from what precedes it).
+    let mut out = lines.to_vec();
+    for (after, block) in &*insertions {
         let blank_at = |n: usize| lines[n].trim().is_empty();
         let spaced = match lines.get(after.end) {
             Some(_) => blank_at(after.end),
@@ -459,11 +497,7 @@ fn add_to_template(template: &str, names: &Names) -> Result<String, String> {
         let block = blank.into_iter().chain(block.lines());
         out.splice(after.end..after.end, block);
     }
-    let mut text = out.join(newline);
-    if template.ends_with('\n') {
-        text.push_str(newline);
-    }
-    Ok(text)
+    out
 }
 
 /// The entries of the top-level `section` (`Resources`, `Outputs`), in order;

@@ -24,7 +24,7 @@ use crate::local_aws::function_env;
 use crate::moto::{self, Moto};
 use crate::pool::{Pool, Size};
 use crate::step_functions::{self, LocalStateMachine};
-use crate::template::{Function, SqsSource, Template};
+use crate::template::{Function, Redrive, SqsSource, Template};
 use crate::tls_front::{Authority, CA_FILE_VARIABLE, TlsFront};
 use crate::{events, process, schedule, tools};
 use serde_json::Value;
@@ -157,6 +157,7 @@ pub fn run(options: Options, build_dir: &Path, logs: &Path) -> Result<Summary, S
     Ok(summary)
 }
 
+/// Start the local stack for `template`, announcing each part as it comes up.
 fn start(
     template: &Template,
     options: Options,
@@ -166,6 +167,68 @@ fn start(
 ) -> Result<Stack, String> {
     std::fs::create_dir_all(logs).map_err(|e| format!("{}: {e}", logs.display()))?;
     let rie = tools::emulator()?;
+    let servers = start_servers(template, options, logs, runtime)?;
+    let functions = start_functions(template, options, build_dir, logs, &rie, &servers)?;
+    let lambda = LambdaApi::start(
+        functions
+            .iter()
+            .map(|(id, binary, pool)| Served {
+                names: vec![id.clone(), binary.clone()],
+                pool: Arc::clone(pool),
+            })
+            .collect(),
+    )?;
+    println!(
+        "  Lambda Invoke API  {}  (aws lambda invoke --endpoint-url ..., function names: logical id or binary)",
+        lambda.endpoint()
+    );
+    let (moto, buckets, state_machines) = start_moto(template, &servers, &lambda, logs)?;
+    let functions = functions
+        .into_iter()
+        .map(|(_, binary, pool)| (binary, pool))
+        .collect();
+    let Servers {
+        dynamodb,
+        elasticmq,
+        queues,
+        fronts,
+        ..
+    } = servers;
+    Ok(Stack {
+        dynamodb,
+        elasticmq,
+        queues,
+        functions,
+        lambda,
+        moto,
+        buckets,
+        state_machines,
+        _fronts: fronts,
+        logs: logs.to_path_buf(),
+    })
+}
+
+/// The servers the functions call, up before them.
+struct Servers {
+    dynamodb: DynamoDbLocal,
+    elasticmq: ElasticMq,
+    queues: Vec<LocalQueue>,
+    /// HTTPS in front of DynamoDB Local, ElasticMQ and moto, in that order.
+    fronts: [TlsFront; 3],
+    /// Where moto is to listen: it starts after the functions.
+    moto_port: u16,
+    /// The certificate authority of the fronts, for the functions.
+    ca_file: PathBuf,
+}
+
+/// DynamoDB Local and ElasticMQ with the template's tables and queues, and the
+/// HTTPS fronts the functions reach them (and moto) through; announced.
+fn start_servers(
+    template: &Template,
+    options: Options,
+    logs: &Path,
+    runtime: &tokio::runtime::Runtime,
+) -> Result<Servers, String> {
     let dynamodb = DynamoDbLocal::start(&logs.join("dynamodb-local.log"))?;
     let elasticmq = ElasticMq::start(&logs.join("elasticmq.log"))?;
     let tables = runtime.block_on(dynamodb_local::create_tables(template, &dynamodb.client()))?;
@@ -204,20 +267,58 @@ fn start(
         "  TLS: a certificate authority made for this run, given to the functions in {CA_FILE_VARIABLE}={}",
         relative(&ca_file)
     );
+    Ok(Servers {
+        dynamodb,
+        elasticmq,
+        queues,
+        fronts,
+        moto_port,
+        ca_file,
+    })
+}
+
+/// A pool of emulators for each function of the template, its AWS endpoints
+/// and queue URLs those of `servers`, announced: (logical id, binary, pool).
+fn start_functions(
+    template: &Template,
+    options: Options,
+    build_dir: &Path,
+    logs: &Path,
+    rie: &Path,
+    servers: &Servers,
+) -> Result<Vec<(String, String, Arc<Pool>)>, String> {
     let (dynamodb_url, sqs_url, s3_url) = (
-        fronts[0].endpoint(),
-        fronts[1].endpoint(),
-        fronts[2].endpoint(),
+        servers.fronts[0].endpoint(),
+        servers.fronts[1].endpoint(),
+        servers.fronts[2].endpoint(),
     );
-    let ca_path = ca_file.to_string_lossy().into_owned();
+    let ca_path = servers.ca_file.to_string_lossy().into_owned();
     let env = function_env(&[
         ("AWS_ENDPOINT_URL_DYNAMODB", dynamodb_url.as_str()),
         ("AWS_ENDPOINT_URL_SQS", sqs_url.as_str()),
         ("AWS_ENDPOINT_URL_S3", s3_url.as_str()),
         (CA_FILE_VARIABLE, ca_path.as_str()),
     ]);
-    let specs: Vec<_> = queues.iter().map(|q| q.spec.clone()).collect();
-    let limits = match options.limits {
+    let specs: Vec<_> = servers.queues.iter().map(|q| q.spec.clone()).collect();
+    let limited = announce_limits(options.limits).is_ok();
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    let mut functions = Vec::new();
+    for mut function in template.functions()? {
+        function.env = elasticmq::with_queue_urls(&function.env, &specs, &sqs_url);
+        let bootstrap = build_dir.join(&function.logical_id).join("bootstrap");
+        let log = logs.join(format!("{}.log", function.binary));
+        let size = Size::of(&function, options.concurrency);
+        let pool = Pool::of_emulators(rie, &bootstrap, &function, &env, &log, size, options.limits);
+        println!("    {}", describe_function(&function, size, limited, cores));
+        functions.push((function.logical_id, function.binary, Arc::new(pool)));
+    }
+    Ok(functions)
+}
+
+/// Whether functions run under Lambda's CPU share and memory limit (`Err`:
+/// why not), announced.
+fn announce_limits(limits: Limits) -> Result<(), String> {
+    let limits = match limits {
         Limits::Off => Err("turned off (--no-limits)".to_owned()),
         Limits::Enforced => cgroup::enforced_with(Limits::Enforced),
     };
@@ -231,63 +332,53 @@ fn start(
     if let Err(why) = &limits {
         println!("  CPU and memory limits are not enforced: {why}");
     }
-    let cores = std::thread::available_parallelism().map_or(1, usize::from);
-    let mut functions = Vec::new();
-    for mut function in template.functions()? {
-        function.env = elasticmq::with_queue_urls(&function.env, &specs, &sqs_url);
-        let bootstrap = build_dir.join(&function.logical_id).join("bootstrap");
-        let log = logs.join(format!("{}.log", function.binary));
-        let size = Size::of(&function, options.concurrency);
-        let pool = Pool::of_emulators(
-            &rie,
-            &bootstrap,
-            &function,
-            &env,
-            &log,
-            size,
-            options.limits,
-        );
+    limits
+}
+
+/// One line about a function of `size` environments: its memory, timeout,
+/// limits (if `limited`, on a machine of `cores` cores) and concurrency.
+fn describe_function(function: &Function, size: Size, limited: bool, cores: usize) -> String {
+    let enforced = if limited {
         let quota = cgroup::cpu_quota(u64::from(function.memory_mb), cores);
-        let enforced = match &limits {
-            Ok(()) => format!(
-                "CPU {:.3} vCPU{}, memory limit {} MB",
-                quota.quota_us as f64 / cgroup::PERIOD_US as f64,
-                if quota.capped {
-                    format!(" (capped at this machine's {cores} cores)")
-                } else {
-                    String::new()
-                },
-                function.memory_mb
-            ),
-            Err(_) => "no CPU or memory limit".to_owned(),
-        };
-        println!(
-            "    {} ({} MB, {} s): {enforced}; up to {} environment(s){}",
-            function.logical_id,
-            function.memory_mb,
-            function.timeout_s,
-            size.environments,
-            match size.overflow {
-                crate::pool::Overflow::Wait => ", then invocations wait",
-                crate::pool::Overflow::Throttle => ", then throttled (reserved concurrency)",
-            }
-        );
-        functions.push((function.logical_id, function.binary, Arc::new(pool)));
-    }
-    let lambda = LambdaApi::start(
-        functions
-            .iter()
-            .map(|(id, binary, pool)| Served {
-                names: vec![id.clone(), binary.clone()],
-                pool: Arc::clone(pool),
-            })
-            .collect(),
+        format!(
+            "CPU {:.3} vCPU{}, memory limit {} MB",
+            quota.quota_us as f64 / cgroup::PERIOD_US as f64,
+            if quota.capped {
+                format!(" (capped at this machine's {cores} cores)")
+            } else {
+                String::new()
+            },
+            function.memory_mb
+        )
+    } else {
+        "no CPU or memory limit".to_owned()
+    };
+    format!(
+        "{} ({} MB, {} s): {enforced}; up to {} environment(s){}",
+        function.logical_id,
+        function.memory_mb,
+        function.timeout_s,
+        size.environments,
+        match size.overflow {
+            crate::pool::Overflow::Wait => ", then invocations wait",
+            crate::pool::Overflow::Throttle => ", then throttled (reserved concurrency)",
+        }
+    )
+}
+
+/// moto on the port `servers` chose, its Lambda tasks calling `lambda`, with
+/// the template's buckets and state machines, announced.
+fn start_moto(
+    template: &Template,
+    servers: &Servers,
+    lambda: &LambdaApi,
+    logs: &Path,
+) -> Result<(Moto, Vec<String>, Vec<LocalStateMachine>), String> {
+    let moto = Moto::start_on(
+        servers.moto_port,
+        &lambda.endpoint(),
+        &logs.join("moto.log"),
     )?;
-    println!(
-        "  Lambda Invoke API  {}  (aws lambda invoke --endpoint-url ..., function names: logical id or binary)",
-        lambda.endpoint()
-    );
-    let moto = Moto::start_on(moto_port, &lambda.endpoint(), &logs.join("moto.log"))?;
     let buckets = moto::create_buckets(template, &moto.endpoint())?;
     let state_machines = step_functions::create_state_machines(
         template,
@@ -300,26 +391,11 @@ fn start(
     println!(
         "  moto (Step Functions, S3)  {} (functions: {})  buckets: {}  state machines: {} (Lambda tasks call the Lambda Invoke API)",
         moto.endpoint(),
-        s3_url,
+        servers.fronts[2].endpoint(),
         buckets.join(", "),
         machine_names.join(", ")
     );
-    let functions = functions
-        .into_iter()
-        .map(|(_, binary, pool)| (binary, pool))
-        .collect();
-    Ok(Stack {
-        dynamodb,
-        elasticmq,
-        queues,
-        functions,
-        lambda,
-        moto,
-        buckets,
-        state_machines,
-        _fronts: fronts,
-        logs: logs.to_path_buf(),
-    })
+    Ok((moto, buckets, state_machines))
 }
 
 /// Every order body of `events/order-processor/` through the queue and the
@@ -331,18 +407,7 @@ fn orders(
     runtime: &tokio::runtime::Runtime,
     summary: &mut Summary,
 ) -> Result<(), String> {
-    let mut bodies = Vec::new();
-    for sample in events::samples(&source.function)? {
-        let records = sample.event["Records"]
-            .as_array()
-            .cloned()
-            .unwrap_or_default();
-        bodies.extend(
-            records
-                .iter()
-                .filter_map(|r| r["body"].as_str().map(str::to_owned)),
-        );
-    }
+    let bodies = order_bodies(&source.function)?;
     let queue = stack.queue(&source.queue)?;
     let sqs = stack.elasticmq.client();
     println!(
@@ -380,6 +445,44 @@ fn orders(
         totals.deleted,
         totals.returned
     );
+    check_stored_orders(stack, source, runtime, summary)?;
+    if let Some(redrive) = redrive {
+        report_dead_letters(stack, &redrive, &sqs, pool, runtime, summary)?;
+    }
+    if totals.whole_batch_failures > 0 {
+        summary.failures.push(format!(
+            "{} order batches failed as a whole",
+            totals.whole_batch_failures
+        ));
+    }
+    Ok(())
+}
+
+/// The message bodies of the records of `function`'s sample events.
+fn order_bodies(function: &str) -> Result<Vec<String>, String> {
+    let mut bodies = Vec::new();
+    for sample in events::samples(function)? {
+        let records = sample.event["Records"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        bodies.extend(
+            records
+                .iter()
+                .filter_map(|r| r["body"].as_str().map(str::to_owned)),
+        );
+    }
+    Ok(bodies)
+}
+
+/// The orders in `OrdersTable`, announced, into `summary`; a failure if they
+/// are not as many as the expectations of `source`'s function's events say.
+fn check_stored_orders(
+    stack: &Stack,
+    source: &SqsSource,
+    runtime: &tokio::runtime::Runtime,
+    summary: &mut Summary,
+) -> Result<(), String> {
     let stored = runtime.block_on(count_items(&stack.dynamodb.client(), "OrdersTable"))?;
     println!("   OrdersTable holds {stored} orders");
     summary.orders_stored = stored;
@@ -393,25 +496,30 @@ fn orders(
             expected.len()
         ));
     }
-    if let Some(redrive) = redrive {
-        let dlq = stack.queue(&redrive.dead_letter_queue)?;
-        let dead = runtime.block_on(elasticmq::depth(&sqs, &dlq.url))?;
-        summary.dead_lettered = dead;
-        println!(
-            "   {} holds {dead} messages (moved by the function, each with its reason in \
-             message attributes, or by SQS after {} failed deliveries); why, from the function's log:",
-            dlq.spec.name(),
-            redrive.max_receive_count
-        );
-        for (class, reason) in failure_reasons(&pool.logs()) {
-            println!("     {class}: {reason}");
-        }
-    }
-    if totals.whole_batch_failures > 0 {
-        summary.failures.push(format!(
-            "{} order batches failed as a whole",
-            totals.whole_batch_failures
-        ));
+    Ok(())
+}
+
+/// The messages in the dead-letter queue of `redrive`, into `summary`, and
+/// why they are there, from the log of the order processor's `pool`.
+fn report_dead_letters(
+    stack: &Stack,
+    redrive: &Redrive,
+    sqs: &aws_sdk_sqs::Client,
+    pool: &Pool,
+    runtime: &tokio::runtime::Runtime,
+    summary: &mut Summary,
+) -> Result<(), String> {
+    let dlq = stack.queue(&redrive.dead_letter_queue)?;
+    let dead = runtime.block_on(elasticmq::depth(sqs, &dlq.url))?;
+    summary.dead_lettered = dead;
+    println!(
+        "   {} holds {dead} messages (moved by the function, each with its reason in \
+         message attributes, or by SQS after {} failed deliveries); why, from the function's log:",
+        dlq.spec.name(),
+        redrive.max_receive_count
+    );
+    for (class, reason) in failure_reasons(&pool.logs()) {
+        println!("     {class}: {reason}");
     }
     Ok(())
 }
@@ -559,64 +667,14 @@ fn summarize(answer: &Value) -> String {
         parts.push(format!("bcrypt hashes: {}", hashes.len()));
     }
     if let Some(results) = answer["results"].as_array() {
-        let verdicts: Vec<String> = results
-            .iter()
-            .map(|r| match (&r["valid"], &r["error"]) {
-                (Value::Bool(true), _) => "valid".to_owned(),
-                (Value::Bool(false), _) => "invalid".to_owned(),
-                (_, Value::String(e)) => format!("error ({e})"),
-                _ => r.to_string(),
-            })
-            .collect();
+        let verdicts: Vec<String> = results.iter().map(verdict).collect();
         parts.push(format!("verified: {}", verdicts.join(", ")));
     }
     if let Some(rows) = answer.get("rows") {
-        parts.push(format!(
-            "{} of {} orders matched",
-            rows["matched"], rows["scanned"]
-        ));
-        let skipped: u64 = rows["skipped"]
-            .as_object()
-            .into_iter()
-            .flatten()
-            .filter_map(|(_, n)| n.as_u64())
-            .sum();
-        if skipped > 0 {
-            parts.push(format!(
-                "{skipped} malformed items skipped ({})",
-                rows["skipped"]
-            ));
-        }
+        parts.extend(describe_rows(rows));
     }
     if let Some(groups) = answer["groups"].as_array() {
-        let shown: Vec<String> = groups
-            .iter()
-            .take(4)
-            .map(|g| {
-                let money: Vec<String> = g["money"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .map(|m| {
-                        let currency = m["currency"].as_str().unwrap_or("?");
-                        format!("{} {currency} cents", m["total_cents"]["sum"])
-                    })
-                    .collect();
-                format!(
-                    "{} {}x {}",
-                    g["key"].as_str().unwrap_or("?"),
-                    g["count"],
-                    money.join(", ")
-                )
-            })
-            .collect();
-        let more = groups.len().saturating_sub(shown.len());
-        let tail = if more > 0 {
-            format!(" and {more} more")
-        } else {
-            String::new()
-        };
-        parts.push(format!("groups: {}{tail}", shown.join("; ")));
+        parts.push(format!("groups: {}", describe_groups(groups)));
     }
     if let Some(id) = answer["report_id"].as_str() {
         parts.push(format!("stored as {id}"));
@@ -635,6 +693,71 @@ fn summarize(answer: &Value) -> String {
     } else {
         parts.join(", ")
     }
+}
+
+/// One result of a verification: `valid`, `invalid` or its error; else as it is.
+fn verdict(result: &Value) -> String {
+    match (&result["valid"], &result["error"]) {
+        (Value::Bool(true), _) => "valid".to_owned(),
+        (Value::Bool(false), _) => "invalid".to_owned(),
+        (_, Value::String(e)) => format!("error ({e})"),
+        _ => result.to_string(),
+    }
+}
+
+/// The parts about a query's `rows`: how many matched, and the malformed
+/// items skipped, if any.
+fn describe_rows(rows: &Value) -> Vec<String> {
+    let mut parts = vec![format!(
+        "{} of {} orders matched",
+        rows["matched"], rows["scanned"]
+    )];
+    let skipped: u64 = rows["skipped"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .filter_map(|(_, n)| n.as_u64())
+        .sum();
+    if skipped > 0 {
+        parts.push(format!(
+            "{skipped} malformed items skipped ({})",
+            rows["skipped"]
+        ));
+    }
+    parts
+}
+
+/// The first four `groups` of a report (key, count, totals per currency),
+/// and how many more there are.
+fn describe_groups(groups: &[Value]) -> String {
+    let shown: Vec<String> = groups
+        .iter()
+        .take(4)
+        .map(|g| {
+            let money: Vec<String> = g["money"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|m| {
+                    let currency = m["currency"].as_str().unwrap_or("?");
+                    format!("{} {currency} cents", m["total_cents"]["sum"])
+                })
+                .collect();
+            format!(
+                "{} {}x {}",
+                g["key"].as_str().unwrap_or("?"),
+                g["count"],
+                money.join(", ")
+            )
+        })
+        .collect();
+    let more = groups.len().saturating_sub(shown.len());
+    let tail = if more > 0 {
+        format!(" and {more} more")
+    } else {
+        String::new()
+    };
+    format!("{}{tail}", shown.join("; "))
 }
 
 /// Keep everything up, the queue polled, until Ctrl-C; `others` are the
