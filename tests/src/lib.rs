@@ -58,6 +58,7 @@ pub fn binary(name: &str) -> PathBuf {
     BUILT.get_or_init(|| {
         let status = std::process::Command::new(env!("CARGO"))
             .current_dir(&root)
+            .env_remove(local_stack::CARGO_RUN_VARIABLE)
             .args(["test", "--workspace", "--no-run", "--quiet"])
             .status()
             .unwrap_or_else(|e| panic!("cargo test --no-run: {e}"));

@@ -15,7 +15,12 @@ pub fn workspace_root() -> PathBuf {
 /// `cargo`, the one running this command if any, in the workspace root.
 pub fn cargo() -> Command {
     let mut command = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
-    command.current_dir(workspace_root());
+    // Set by `cargo run` for this program: ring's build script watches it,
+    // so a cargo started with it would rebuild ring and all that depends on
+    // it (the AWS SDK, the functions) whenever it differs from the last build.
+    command
+        .current_dir(workspace_root())
+        .env_remove("CARGO_MANIFEST_DIR");
     command
 }
 

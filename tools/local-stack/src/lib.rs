@@ -31,13 +31,23 @@ pub mod tools;
 
 use std::path::PathBuf;
 
-/// `cargo`, the one running this command if any, in the workspace root.
+/// `cargo`, the one running this command if any, in the workspace root,
+/// without [`CARGO_RUN_VARIABLE`].
 pub fn cargo() -> std::process::Command {
     let mut command =
         std::process::Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
-    command.current_dir(workspace_root());
+    command
+        .current_dir(workspace_root())
+        .env_remove(CARGO_RUN_VARIABLE);
     command
 }
+
+/// Set by `cargo run` and `cargo test` for the program they start, and
+/// watched by ring's build script: a build started from such a program with
+/// it would rebuild ring and everything on it (the AWS SDK, the functions)
+/// whenever the value differs from the last build's. Every build this
+/// project starts goes without it.
+pub const CARGO_RUN_VARIABLE: &str = "CARGO_MANIFEST_DIR";
 
 /// The workspace root (where `template.yaml` lives): this crate is
 /// `tools/local-stack/` in it.

@@ -14,6 +14,13 @@ pub(super) struct Engine {
     dir: PathBuf,
 }
 
+/// This machine's certificate authorities (Debian's bundle), copied into the
+/// base image: Lambda's images hold Amazon Linux's, and a function's TLS
+/// client refuses to start without any.
+const CA_BUNDLE: &str = "/etc/ssl/certs/ca-certificates.crt";
+/// Where Amazon Linux 2023 keeps its bundle, inside the base image.
+const AL2023_CA_BUNDLE: &str = "etc/pki/tls/certs/ca-bundle.crt";
+
 impl Engine {
     pub(super) fn new() -> Result<Self, String> {
         let dir = tools::dir().join("podman");
@@ -85,7 +92,9 @@ impl Engine {
         for program in BASE_PROGRAMS {
             programs.push(which(program)?);
         }
-        let files = libraries(programs.iter().chain(bootstraps))?;
+        let mut files = libraries(programs.iter().chain(bootstraps))?;
+        // The functions' HTTPS clients trust the system's roots, as on Lambda.
+        files.insert(PathBuf::from(CA_BUNDLE));
         let manifest = manifest(&files, &programs)?;
         let manifest_file = self.dir.join("base-image.txt");
         let tag = base_tag();
@@ -132,6 +141,8 @@ impl Engine {
         for program in programs {
             copy(program, rootfs.join("bin").join(file_name(program)))?;
         }
+        // Where Amazon Linux 2023 keeps the same bundle.
+        copy(Path::new(CA_BUNDLE), rootfs.join(AL2023_CA_BUNDLE))?;
         Ok(rootfs)
     }
 
