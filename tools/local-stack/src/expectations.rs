@@ -62,8 +62,9 @@ pub enum Report {
 pub struct Context<'a> {
     /// Orders stored before the invocation (what a report covers).
     pub stored_orders: usize,
-    /// Whether the function reaches its dead-letter queue (it then
-    /// acknowledges the invalid records it moved there).
+    /// Whether the function reaches its dead-letter queue, the template's
+    /// standard one (it then acknowledges the invalid records it moved there;
+    /// a record of a FIFO group cannot go there, see [`failed_records`]).
     pub dead_letter_queue: bool,
     /// What the invocation printed (its logs), where known.
     pub output: &'a str,
@@ -146,20 +147,21 @@ pub fn answer_json(expect: &Expectation, answer: &Value) -> Result<Value, String
 }
 
 /// The `messageId`s an SQS batch answer reports failed when `invalid` are
-/// the records the function rejects: with a dead-letter queue, none (it moves
-/// them there, then acknowledges them); without, those and, on a FIFO queue,
-/// every later record of their message group (`MessageGroupId`), so that the
-/// group keeps its order. In the event's order.
+/// the records the function rejects. With a dead-letter queue (`true`: the
+/// template's, a standard queue), it moves them there and acknowledges them;
+/// it reports failed those it cannot move (without a queue, or a record of a
+/// FIFO message group, which a standard queue refuses) and, on a FIFO queue,
+/// every later record of their group (`MessageGroupId`), so that the group
+/// keeps its order. In the event's order.
 pub fn failed_records(invalid: &[String], event: &Value, dead_letter_queue: bool) -> Vec<String> {
-    if dead_letter_queue {
-        return Vec::new();
-    }
     let mut held_groups = Vec::new();
     let mut failed = Vec::new();
     for record in records(event) {
         let id = record["messageId"].as_str().unwrap_or_default();
         let group = record["attributes"]["MessageGroupId"].as_str();
-        if invalid.iter().any(|i| i == id) || group.is_some_and(|g| held_groups.contains(&g)) {
+        let moved = dead_letter_queue && group.is_none();
+        let rejected = invalid.iter().any(|i| i == id) && !moved;
+        if rejected || group.is_some_and(|g| held_groups.contains(&g)) {
             failed.push(id.to_owned());
             held_groups.extend(group);
         }
@@ -411,18 +413,23 @@ mod tests {
 
     #[test]
     fn with_a_dead_letter_queue_invalid_records_are_acknowledged_and_hold_no_group() {
-        let fifo = batch(&[("a", Some("g1")), ("b", Some("g1")), ("c", Some("g1"))]);
+        let standard = batch(&[("a", None), ("b", None), ("c", None)]);
         let b_invalid = expect(json!({"invalid_records": ["b"]}));
         let context = Context {
             dead_letter_queue: true,
             ..Context::default()
         };
-        let check = |answer: Value| check(&b_invalid, &fifo, &answer, &context);
-        assert!(check(failures(&[])).is_ok());
-        assert!(check(failures(&["b", "c"])).is_err());
-        let processed = processed_records(&["b".into()], &fifo, true);
+        let check = |event: &Value, answer: Value| check(&b_invalid, event, &answer, &context);
+        assert!(check(&standard, failures(&[])).is_ok());
+        assert!(check(&standard, failures(&["b"])).is_err());
+        let processed = processed_records(&["b".into()], &standard, true);
         let ids: Vec<&Value> = processed.iter().map(|r| &r["messageId"]).collect();
         assert_eq!(ids, [&json!("a"), &json!("c")]);
+        // The template's dead-letter queue is standard: it refuses a record
+        // of a FIFO group, which then holds its group.
+        let fifo = batch(&[("a", Some("g1")), ("b", Some("g1")), ("c", Some("g1"))]);
+        assert!(check(&fifo, failures(&["b", "c"])).is_ok());
+        assert!(check(&fifo, failures(&[])).is_err());
     }
 
     #[test]

@@ -488,7 +488,7 @@ fn check_stored_orders(
     summary.orders_stored = stored;
     // The function reaches its dead-letter queue here: every record not
     // invalid is stored, whatever its FIFO group.
-    let expected = events::stored_orders(&source.function, true)?;
+    let expected = events::stored_orders_through_queue(&source.function)?;
     if usize::try_from(stored).ok() != Some(expected.len()) {
         summary.failures.push(format!(
             "OrdersTable holds {stored} orders, the expectations of events/{}/ {}",
