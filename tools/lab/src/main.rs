@@ -1,6 +1,6 @@
 //! The performance lab. `cargo xtask lab` (this binary) measures, on this machine, what the
 //! template's choices buy (allocators, bcrypt, arena pre-warm, cold start,
-//! memory size) and writes `BENCHMARKS.md` with SVG plots in `benchmarks/`.
+//! memory size) and writes `BENCHMARKS.md` with SVG plots in `tools/lab/plots/`.
 //! `cargo xtask lab power` measures only the memory sizes (power tuning) and
 //! replaces their part of an existing `BENCHMARKS.md`; `cargo xtask lab bcrypt`,
 //! `cargo xtask lab fan-out` and `cargo xtask lab first-invocation` do the same

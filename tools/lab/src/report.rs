@@ -23,9 +23,9 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 /// The plots, relative to the report.
-const PLOTS: &str = "benchmarks";
+const PLOTS: &str = "tools/lab/plots";
 
-/// Write the report as `dir/BENCHMARKS.md` and its plots under `dir/benchmarks/`.
+/// Write the report as `dir/BENCHMARKS.md` and its plots under `dir/tools/lab/plots/`.
 pub fn write(dir: &Path, results: &Results) -> Result<(), String> {
     let mut md = String::new();
     let m = &results.machine;
