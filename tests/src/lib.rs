@@ -56,9 +56,10 @@ pub fn binary(name: &str) -> PathBuf {
     }
     let root = workspace_root();
     BUILT.get_or_init(|| {
-        let status = std::process::Command::new(env!("CARGO"))
+        let mut build = std::process::Command::new(env!("CARGO"));
+        local_stack::without_cargo_run_variables(&mut build);
+        let status = build
             .current_dir(&root)
-            .env_remove(local_stack::CARGO_RUN_VARIABLE)
             .args(["test", "--workspace", "--no-run", "--quiet"])
             .status()
             .unwrap_or_else(|e| panic!("cargo test --no-run: {e}"));

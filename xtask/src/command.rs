@@ -15,12 +15,30 @@ pub fn workspace_root() -> PathBuf {
 /// `cargo`, the one running this command if any, in the workspace root.
 pub fn cargo() -> Command {
     let mut command = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
-    // Set by `cargo run` for this program: ring's build script watches it,
-    // so a cargo started with it would rebuild ring and all that depends on
-    // it (the AWS SDK, the functions) whenever it differs from the last build.
-    command
-        .current_dir(workspace_root())
-        .env_remove("CARGO_MANIFEST_DIR");
+    command.current_dir(workspace_root());
+    // What `cargo run` set for this program (`CARGO_PKG_NAME`,
+    // `CARGO_MANIFEST_DIR`, ...): build scripts watch some of them (ring's),
+    // so a cargo started with them would rebuild ring and all on it (the AWS
+    // SDK, the functions) whenever they differ from the last build's. The
+    // same list as `local_stack::without_cargo_run_variables`, which this
+    // crate does not depend on to stay small.
+    const SET_BY_CARGO: [&str; 7] = [
+        "CARGO_PKG_",
+        "CARGO_MANIFEST_",
+        "CARGO_CRATE_",
+        "CARGO_BIN_",
+        "CARGO_PRIMARY_PACKAGE",
+        "CARGO_TARGET_TMPDIR",
+        "OUT_DIR",
+    ];
+    for (name, _) in std::env::vars_os() {
+        if SET_BY_CARGO
+            .iter()
+            .any(|prefix| name.to_string_lossy().starts_with(prefix))
+        {
+            command.env_remove(&name);
+        }
+    }
     command
 }
 

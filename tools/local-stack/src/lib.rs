@@ -32,22 +32,39 @@ pub mod tools;
 use std::path::PathBuf;
 
 /// `cargo`, the one running this command if any, in the workspace root,
-/// without [`CARGO_RUN_VARIABLE`].
+/// without the variables of [`without_cargo_run_variables`].
 pub fn cargo() -> std::process::Command {
     let mut command =
         std::process::Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
-    command
-        .current_dir(workspace_root())
-        .env_remove(CARGO_RUN_VARIABLE);
+    command.current_dir(workspace_root());
+    without_cargo_run_variables(&mut command);
     command
 }
 
-/// Set by `cargo run` and `cargo test` for the program they start, and
-/// watched by ring's build script: a build started from such a program with
-/// it would rebuild ring and everything on it (the AWS SDK, the functions)
-/// whenever the value differs from the last build's. Every build this
-/// project starts goes without it.
-pub const CARGO_RUN_VARIABLE: &str = "CARGO_MANIFEST_DIR";
+/// Remove from `command`'s environment what `cargo run` and `cargo test` set
+/// for the program they start (`CARGO_PKG_NAME`, `CARGO_MANIFEST_DIR`, ...).
+/// Build scripts watch some of them (ring's: `CARGO_MANIFEST_DIR`,
+/// `CARGO_PKG_NAME`, ...), so a build started from such a program with them
+/// would rebuild ring and everything on it (the AWS SDK, the functions)
+/// whenever they differ from the last build's. Every build this project
+/// starts goes without them (xtask's `command.rs` does the same).
+pub fn without_cargo_run_variables(command: &mut std::process::Command) {
+    const SET_BY_CARGO: [&str; 7] = [
+        "CARGO_PKG_",
+        "CARGO_MANIFEST_",
+        "CARGO_CRATE_",
+        "CARGO_BIN_",
+        "CARGO_PRIMARY_PACKAGE",
+        "CARGO_TARGET_TMPDIR",
+        "OUT_DIR",
+    ];
+    for (name, _) in std::env::vars_os() {
+        let text = name.to_string_lossy();
+        if SET_BY_CARGO.iter().any(|prefix| text.starts_with(prefix)) {
+            command.env_remove(&name);
+        }
+    }
+}
 
 /// The workspace root (where `template.yaml` lives): this crate is
 /// `tools/local-stack/` in it.

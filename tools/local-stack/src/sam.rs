@@ -20,9 +20,9 @@ pub fn command(args: &[&str]) -> Command {
         .current_dir(workspace_root())
         .args(args)
         .env("PATH", tools::path_with_venv())
-        .env_remove(crate::CARGO_RUN_VARIABLE)
         .env("SAM_CLI_TELEMETRY", "0")
         .env("AWS_DEFAULT_REGION", crate::local_aws::REGION);
+    crate::without_cargo_run_variables(&mut command);
     command
 }
 
