@@ -708,15 +708,34 @@ impl LocalAnalytics {
         self.run_machine(self.state_machine_arn(Self::REPORT), input)
     }
 
+    /// Run [`LocalAnalytics::REPORT`] with `input` to its end as the
+    /// execution `name`.
+    pub fn run_named(
+        &self,
+        input: &serde_json::Value,
+        name: &str,
+    ) -> local_stack::step_functions::Execution {
+        self.run_as(self.state_machine_arn(Self::REPORT), input, Some(name))
+    }
+
     /// Run the state machine `arn` with `input` to its end (at most five minutes).
     pub fn run_machine(
         &self,
         arn: &str,
         input: &serde_json::Value,
     ) -> local_stack::step_functions::Execution {
+        self.run_as(arn, input, None)
+    }
+
+    fn run_as(
+        &self,
+        arn: &str,
+        input: &serde_json::Value,
+        name: Option<&str>,
+    ) -> local_stack::step_functions::Execution {
         let client = self.client();
         let execution = client
-            .start_execution(arn, input, None)
+            .start_execution(arn, input, name)
             .unwrap_or_else(|e| panic!("{e}"));
         client
             .wait(&execution, std::time::Duration::from_secs(300))

@@ -249,17 +249,8 @@ fn the_templates_report_state_machine_answers_as_one_invocation_does() {
     assert_eq!(output["groups"], direct["groups"], "{output}");
     assert_eq!(output["rows"], direct["rows"], "{output}");
     assert_eq!(output["groups"].as_array().map(Vec::len), Some(50));
-    // Each segment stored its partial under the execution's name.
-    let keys = stored_keys(&analytics, "AnalyticsBucket", "partials/");
-    let run_id = keys
-        .first()
-        .and_then(|key| key.split('/').nth(1))
-        .unwrap_or_else(|| panic!("no partials: {keys:?}"));
-    assert_eq!(run_id.len(), 36, "a UUID: {run_id}");
-    let expected: Vec<String> = (0..4)
-        .map(|segment| arrow_worker::partial::key(run_id, segment, 4))
-        .collect();
-    assert_eq!(keys, expected);
+    each_segment_stored_its_partial_under_the_execution_name(&analytics);
+    any_execution_name_names_a_run(&analytics, &direct);
 
     // A segment the worker refuses fails the execution with its errorType,
     // its message in the cause (InvalidRequest is not retried).
@@ -294,4 +285,36 @@ fn moto_on_a_port_another_server_holds_is_an_error_not_a_start() {
     )
     .expect_err("moto cannot serve a taken port");
     assert!(error.contains("exited"), "{error}");
+}
+
+/// Each segment of the report's run stored its partial under the execution's
+/// name (a UUID when the caller gives none), one object per segment.
+fn each_segment_stored_its_partial_under_the_execution_name(analytics: &LocalAnalytics) {
+    let keys = stored_keys(analytics, "AnalyticsBucket", "partials/");
+    let run_id = keys
+        .first()
+        .and_then(|key| key.split('/').nth(1))
+        .unwrap_or_else(|| panic!("no partials: {keys:?}"));
+    assert_eq!(run_id.len(), 36, "a UUID: {run_id}");
+    assert_eq!(keys.len(), 4, "{keys:?}");
+    for (segment, key) in (0..4).zip(&keys) {
+        let attempt = key
+            .rsplit_once('-')
+            .and_then(|(_, end)| end.strip_suffix(".arrow"))
+            .unwrap_or_else(|| panic!("{key}"));
+        let expected = arrow_worker::partial::key(run_id, segment, 4, attempt);
+        assert_eq!(key, &expected);
+    }
+}
+
+/// Any name Step Functions allows names a run (`@ + = ( )`, any script), and
+/// the run answers as one invocation (`direct`) does.
+fn any_execution_name_names_a_run(analytics: &LocalAnalytics, direct: &Value) {
+    let named = analytics.run_named(
+        &json!({"query": {"group_by": "customer"}, "total_segments": 2}),
+        "report@2026+11=a(b)-über",
+    );
+    assert!(named.succeeded(), "{named:?}");
+    let output = named.output.expect("output");
+    assert_eq!(output["groups"], direct["groups"], "{output}");
 }

@@ -198,3 +198,111 @@ fn the_day_index_matches_the_code_and_the_worker_may_query_it() {
         "{statements}"
     );
 }
+
+/// Every bucket refuses requests without TLS, whoever makes them (a bucket
+/// policy denying `aws:SecureTransport = false` on the bucket and its objects,
+/// what Security Hub's S3.5 checks).
+#[test]
+fn every_bucket_refuses_requests_without_tls() {
+    let template = least_privilege::transformed(&workspace_root().join("template.yaml"))
+        .expect("the SAM transform of template.yaml");
+    let resources = template["Resources"].as_object().expect("resources");
+    let buckets: Vec<&String> = resources
+        .iter()
+        .filter(|(_, r)| r["Type"] == "AWS::S3::Bucket")
+        .map(|(id, _)| id)
+        .collect();
+    assert!(!buckets.is_empty(), "the analytics bucket");
+    for bucket in buckets {
+        let denies_plain_http = resources.values().any(|r| {
+            r["Type"] == "AWS::S3::BucketPolicy"
+                && r["Properties"]["Bucket"]["Ref"] == bucket.as_str()
+                && r["Properties"]["PolicyDocument"]["Statement"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .any(|s| {
+                        let resources = s["Resource"].to_string();
+                        s["Effect"] == "Deny"
+                            && s["Principal"] == "*"
+                            && s["Action"] == "s3:*"
+                            && s["Condition"]["Bool"]["aws:SecureTransport"] == "false"
+                            && resources.contains(&format!("{bucket}.Arn"))
+                            && resources.contains("/*")
+                    })
+        });
+        assert!(
+            denies_plain_http,
+            "{bucket}: no policy denying requests without TLS"
+        );
+    }
+}
+
+/// The Arrow worker writes partials and large answers but reads back only the
+/// partials (the merge): no `s3:GetObject` on anything else.
+#[test]
+fn the_worker_reads_back_only_the_partials() {
+    use arrow_worker::partial::PARTIALS_PREFIX;
+    let template = least_privilege::transformed(&workspace_root().join("template.yaml"))
+        .expect("the SAM transform of template.yaml");
+    let statements = &template["Resources"]["ArrowWorkerRole"]["Properties"]["Policies"][0]["PolicyDocument"]
+        ["Statement"];
+    let mut readable = Vec::new();
+    for statement in statements.as_array().expect("statements") {
+        let actions = statement["Action"].to_string();
+        if actions.contains("s3:GetObject") || actions.contains("s3:*") {
+            match &statement["Resource"] {
+                serde_json::Value::Array(all) => readable.extend(all.iter().map(|r| r.to_string())),
+                one => readable.push(one.to_string()),
+            }
+        }
+    }
+    assert!(!readable.is_empty(), "the merge reads the partials");
+    for resource in readable {
+        assert!(
+            resource.contains(&format!("/{PARTIALS_PREFIX}*")),
+            "s3:GetObject on {resource}: the worker reads only {PARTIALS_PREFIX}"
+        );
+    }
+}
+
+/// Only passing failures reach SQS's redrive (the function dead-letters what
+/// can never succeed), so a valid order must survive a throttle or two:
+/// `MaxReceiveCount` cannot be set below 3.
+#[test]
+fn a_valid_order_survives_a_passing_failure_or_two() {
+    let template =
+        || Template::load(&workspace_root().join("template.yaml")).expect("template.yaml");
+    for refused in ["1", "2"] {
+        let deployed = template().with_parameters(&[("MaxReceiveCount", refused)]);
+        assert!(deployed.is_err(), "MaxReceiveCount {refused} is accepted");
+    }
+    assert!(
+        template()
+            .with_parameters(&[("MaxReceiveCount", "3")])
+            .is_ok()
+    );
+}
+
+/// The order processor may read the one key it opens its connections with
+/// (and no other): the template's condition names the code's key.
+#[test]
+fn the_connection_check_key_is_the_codes() {
+    use order_processor::dynamodb::CONNECTION_CHECK_ID;
+    let template = least_privilege::transformed(&workspace_root().join("template.yaml"))
+        .expect("the SAM transform of template.yaml");
+    let statements = &template["Resources"]["OrderProcessorRole"]["Properties"]["Policies"][0]["PolicyDocument"]
+        ["Statement"];
+    let get_item = statements
+        .as_array()
+        .expect("statements")
+        .iter()
+        .find(|s| s["Action"].to_string().contains("dynamodb:GetItem"))
+        .expect("a GetItem statement");
+    let keys = &get_item["Condition"]["ForAllValues:StringEquals"]["dynamodb:LeadingKeys"];
+    assert_eq!(
+        keys,
+        &serde_json::json!([CONNECTION_CHECK_ID]),
+        "{get_item}"
+    );
+}

@@ -268,14 +268,17 @@ impl Answer {
         }
     }
 
-    /// The invocation's response: this answer as JSON, with the id of the
-    /// report it was saved as, if any, at most [`MAX_ANSWER_BYTES`] long.
+    /// The invocation's response: this answer as JSON, with `extra` fields
+    /// (where a report was saved, say), at most [`MAX_ANSWER_BYTES`] long.
     /// Group keys and numbers vary in length (a merge's come from the
     /// caller): measure, rather than let Lambda refuse the response.
-    pub fn to_response(&self, report_id: Option<String>) -> Result<Value, Unanswerable> {
+    pub fn to_response(
+        &self,
+        extra: serde_json::Map<String, Value>,
+    ) -> Result<Value, Unanswerable> {
         let mut body = serde_json::to_value(self)?;
-        if let (Some(id), Some(fields)) = (report_id, body.as_object_mut()) {
-            fields.insert("report_id".into(), Value::String(id));
+        if let Some(fields) = body.as_object_mut() {
+            fields.extend(extra);
         }
         let bytes = serde_json::to_vec(&body).map_or(usize::MAX, |text| text.len());
         if bytes > MAX_ANSWER_BYTES {
@@ -312,13 +315,15 @@ mod tests {
 
     #[test]
     fn a_response_carries_the_report_id_and_stays_within_lambdas_limit() {
-        let body = answer("c".into()).to_response(Some("daily/2026-11-03".into()));
-        let body = body.unwrap();
+        let extra = serde_json::json!({"report_id": "daily/2026-11-03"});
+        let extra = extra.as_object().cloned().unwrap_or_default();
+        let body = answer("c".into()).to_response(extra).unwrap();
         assert_eq!(body["report_id"], "daily/2026-11-03");
         assert_eq!(body["groups"][0]["key"], "c");
-        assert!(answer("c".into()).to_response(None).unwrap()["report_id"].is_null());
+        let none = serde_json::Map::new();
+        assert!(answer("c".into()).to_response(none.clone()).unwrap()["report_id"].is_null());
         let err = answer("k".repeat(MAX_ANSWER_BYTES))
-            .to_response(None)
+            .to_response(none)
             .unwrap_err();
         assert!(matches!(err, Unanswerable::TooLarge(n) if n > MAX_ANSWER_BYTES));
         assert!(err.to_string().contains("query.limit"), "{err}");

@@ -4,7 +4,7 @@
 use crate::columns::Item;
 use crate::dynamodb::DynamoTables;
 use crate::s3::S3Objects;
-use crate::store::{ObjectError, Page, Source, Store, StoreError};
+use crate::store::{ObjectError, ObjectFault, Page, PutMode, Report, Source, Store, StoreError};
 
 /// Orders and reports in DynamoDB, answers in S3.
 #[derive(Debug, Clone)]
@@ -33,9 +33,9 @@ impl AwsStore {
 
     fn objects(&self) -> Result<&S3Objects, ObjectError> {
         self.objects.as_ref().ok_or_else(|| {
-            ObjectError(
-                "no analytics bucket: set ANALYTICS_BUCKET (template.yaml sets it to AnalyticsBucket)"
-                    .into(),
+            ObjectError::new(
+                ObjectFault::Failed,
+                "no analytics bucket: set ANALYTICS_BUCKET (template.yaml sets it to AnalyticsBucket)",
             )
         })
     }
@@ -46,12 +46,17 @@ impl Store for AwsStore {
         self.tables.read_page(source, start).await
     }
 
-    async fn save_report(&self, id: &str, body: String) -> Result<(), StoreError> {
-        self.tables.save_report(id, body).await
+    async fn save_report(&self, report: &Report) -> Result<(), StoreError> {
+        self.tables.save_report(report).await
     }
 
-    async fn put_object(&self, key: &str, bytes: Vec<u8>) -> Result<(), ObjectError> {
-        self.objects()?.put(key, bytes).await
+    async fn put_object(
+        &self,
+        key: &str,
+        bytes: Vec<u8>,
+        mode: PutMode,
+    ) -> Result<(), ObjectError> {
+        self.objects()?.put(key, bytes, mode).await
     }
 
     async fn get_object(&self, key: &str, max_bytes: usize) -> Result<Vec<u8>, ObjectError> {

@@ -73,9 +73,21 @@ pub struct Config {
     /// Path-style S3 addresses, for a local S3 server: set when an endpoint
     /// override (`AWS_ENDPOINT_URL_S3` or `AWS_ENDPOINT_URL`) is configured.
     pub s3_path_style: bool,
-    /// Largest object read back from the bucket: a quarter of the memory.
-    pub max_object_bytes: usize,
+    /// Bytes of stored partials a merge holds at once (an eighth of the
+    /// memory): the reads in flight together, so also the largest partial it
+    /// reads. Decoding one takes about 2.5 times its bytes, and the merged
+    /// groups (at most `max_rows`, about 250 bytes each) a quarter of the
+    /// memory: together well within it.
+    pub merge_read_bytes: usize,
+    /// `REPORT_LATE_DAYS`: how many days before the reported one each
+    /// scheduled daily report computes again, to count orders stored late.
+    pub report_late_days: u32,
 }
+
+/// Days a scheduled daily report looks back by default (`REPORT_LATE_DAYS`).
+pub const DEFAULT_REPORT_LATE_DAYS: u32 = 2;
+/// The most days it may: the dead-letter queue's retention (14 days).
+pub const MAX_REPORT_LATE_DAYS: u32 = 14;
 
 /// `ANALYTICS_BUCKET`, if set: 3 to 63 characters of a-z 0-9 . - (upper case
 /// too, for local servers that name buckets by logical id).
@@ -135,7 +147,14 @@ impl Config {
                 .collect::<Result<Vec<_>, _>>()?
                 .into_iter()
                 .any(|v| v.is_some_and(|v| !v.is_empty())),
-            max_object_bytes: usize::try_from((memory_mb << 20) / 4).unwrap_or(usize::MAX),
+            merge_read_bytes: usize::try_from((memory_mb << 20) / 8).unwrap_or(usize::MAX),
+            report_late_days: u32::try_from(number_or(
+                env,
+                "REPORT_LATE_DAYS",
+                u64::from(DEFAULT_REPORT_LATE_DAYS),
+                0..=u64::from(MAX_REPORT_LATE_DAYS),
+            )?)
+            .unwrap_or(DEFAULT_REPORT_LATE_DAYS),
         })
     }
 }
@@ -157,6 +176,8 @@ mod tests {
         assert_eq!(config.arena_bytes, 256 << 20);
         assert_eq!(config.max_rows, 1_024_000);
         assert_eq!(config.arena_wait, Duration::from_secs(2));
+        assert_eq!(config.merge_read_bytes, 128 << 20);
+        assert_eq!(config.report_late_days, DEFAULT_REPORT_LATE_DAYS);
     }
 
     #[test]
@@ -210,6 +231,7 @@ mod tests {
             ("ARENA_MIB", "100000"),
             ("ARENA_WAIT_MS", "-1"),
             ("MAX_ROWS", "0"),
+            ("REPORT_LATE_DAYS", "15"),
         ] {
             let env = [TABLES[0], TABLES[1], (setting, value)];
             let err = Config::from_env(&env.as_slice()).unwrap_err();

@@ -3,7 +3,7 @@
 //! analytics read, either way), and `PutItem` of report items.
 
 use crate::columns::{Item, PROJECTION};
-use crate::store::{Page, Source, StoreError};
+use crate::store::{Page, Report, Source, StoreError};
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::types::AttributeValue;
 use shared::ErrorChain;
@@ -16,7 +16,14 @@ pub mod report_attr {
     pub const REPORT_ID: &str = "report_id";
     /// The answer, as JSON.
     pub const BODY: &str = "body";
+    /// The time the report stands for (RFC 3339).
+    pub const AS_OF: &str = "as_of";
+    /// Whether no later scheduled run computes this day again.
+    pub const FINAL: &str = "final";
 }
+
+/// A day-index key no order has (a shard key is `YYYY-MM-DD#n`).
+const NO_SHARD: &str = "connection-check";
 
 /// The orders table and the reports table.
 #[derive(Debug, Clone)]
@@ -51,13 +58,22 @@ impl DynamoTables {
         }
     }
 
-    /// Ask DynamoDB about the orders table: opens a connection during init
-    /// (`shared::connections`). `true` if DynamoDB answered, even with an error.
+    /// Ask the day index for a shard no order has (data plane, reads
+    /// nothing, the permission the daily report needs anyway): opens a
+    /// connection during init (`shared::connections`). Not `DescribeTable`:
+    /// DynamoDB throttles control-plane calls account-wide, and a scale-out
+    /// of many environments would send one per connection. `true` if
+    /// DynamoDB answered, even with an error.
     pub async fn answers(&self) -> bool {
         let answer = self
             .client
-            .describe_table()
+            .query()
             .table_name(&self.orders)
+            .index_name(DAY_INDEX)
+            .key_condition_expression("#day = :day")
+            .expression_attribute_names("#day", attr::DAY_SHARD)
+            .expression_attribute_values(":day", AttributeValue::S(NO_SHARD.to_owned()))
+            .limit(1)
             .send()
             .await;
         answer.map_or_else(|e| e.raw_response().is_some(), |_| true)
@@ -121,13 +137,16 @@ impl DynamoTables {
         })
     }
 
-    /// Store `body` (JSON) as the report `id`, replacing an older one.
-    pub async fn save_report(&self, id: &str, body: String) -> Result<(), StoreError> {
+    /// Store `report`, replacing an older one of the same id.
+    pub async fn save_report(&self, report: &Report) -> Result<(), StoreError> {
+        let text = |v: &str| AttributeValue::S(v.to_owned());
         self.client
             .put_item()
             .table_name(&self.reports)
-            .item(report_attr::REPORT_ID, AttributeValue::S(id.to_owned()))
-            .item(report_attr::BODY, AttributeValue::S(body))
+            .item(report_attr::REPORT_ID, text(&report.id))
+            .item(report_attr::BODY, text(&report.body))
+            .item(report_attr::AS_OF, text(&report.as_of))
+            .item(report_attr::FINAL, AttributeValue::Bool(report.is_final))
             .send()
             .await
             .map_err(|e| {

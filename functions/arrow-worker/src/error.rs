@@ -4,9 +4,10 @@
 
 use crate::aggregate::AggregateError;
 use crate::answer::Unanswerable;
+use crate::merge::MergeError;
 use crate::query::BadRequest;
 use crate::scan::ScanError;
-use crate::store::{ObjectError, StoreError};
+use crate::store::{ObjectError, ObjectFault, StoreError};
 use lambda_runtime::Diagnostic;
 
 /// A failed request; [`Error::error_type`] is the error type the caller sees.
@@ -30,7 +31,9 @@ pub enum Error {
     #[error(transparent)]
     Pool(#[from] shared::pool::JobError),
     /// The analytics bucket failed (after the SDK's retries) or is not
-    /// configured: `S3Error`.
+    /// configured: `S3Error`; an object is missing (`PartialMissing`), too
+    /// large to read (`MergeTooLarge`) or, written create-only, already there
+    /// (`InternalError`).
     #[error(transparent)]
     Objects(#[from] ObjectError),
     /// A partial answer could not be encoded (a bug): `InternalError`.
@@ -40,6 +43,30 @@ pub enum Error {
     /// 6 MB response limit), or `InternalError` (it does not serialise).
     #[error(transparent)]
     Answer(#[from] Unanswerable),
+    /// Partials could not be merged: `InvalidRequest` (not one fan-out's
+    /// possible answers) or `MergeTooLarge` (more groups than the memory holds).
+    #[error(transparent)]
+    Merge(#[from] MergeError),
+    /// A stored partial is gone: `PartialMissing`. No retry brings it back.
+    #[error(
+        "{key} is gone: partials expire a day after they are written (the bucket's lifecycle rule), so a merge redriven later cannot succeed: start a new execution"
+    )]
+    PartialMissing {
+        /// The partial's key.
+        key: String,
+    },
+    /// A stored partial is larger than a merge reads at once: `MergeTooLarge`.
+    #[error(
+        "{key} is {bytes} bytes, more than a merge holds at once ({budget} bytes, an eighth of the function's memory): fan out over more segments or give the function more memory"
+    )]
+    PartialTooLarge {
+        /// The partial's key.
+        key: String,
+        /// Its size.
+        bytes: u64,
+        /// What a merge holds at once.
+        budget: usize,
+    },
     /// The stored partials were not all read and merged by the invocation's
     /// deadline: `DeadlineTooShort`.
     #[error(
@@ -65,7 +92,18 @@ impl Error {
             Error::Scan(ScanError::Store(_)) | Error::Report(_) => "DynamoDBError",
             Error::Aggregate(_) | Error::Pool(_) => "AggregationFailed",
             Error::Answer(Unanswerable::TooLarge(_)) => "AnswerTooLarge",
-            Error::Objects(_) => "S3Error",
+            Error::Objects(e) => match e.fault {
+                ObjectFault::Failed => "S3Error",
+                ObjectFault::Missing => "PartialMissing",
+                ObjectFault::TooLarge => "MergeTooLarge",
+                // Attempts are random: a taken key is a bug, not S3 failing.
+                ObjectFault::Exists => "InternalError",
+            },
+            Error::Merge(MergeError::Invalid(_)) => "InvalidRequest",
+            Error::Merge(MergeError::TooManyGroups(_)) | Error::PartialTooLarge { .. } => {
+                "MergeTooLarge"
+            }
+            Error::PartialMissing { .. } => "PartialMissing",
             Error::Answer(Unanswerable::NotSerialisable(_)) | Error::Encode(_) => "InternalError",
         }
     }
@@ -106,7 +144,36 @@ mod tests {
                 "AggregationFailed",
             ),
             (Error::from(Unanswerable::TooLarge(7)), "AnswerTooLarge"),
-            (Error::from(ObjectError("down".into())), "S3Error"),
+            (
+                Error::from(ObjectError::new(ObjectFault::Failed, "down")),
+                "S3Error",
+            ),
+            (
+                Error::from(ObjectError::new(ObjectFault::Missing, "gone")),
+                "PartialMissing",
+            ),
+            (
+                Error::from(ObjectError::new(ObjectFault::TooLarge, "big")),
+                "MergeTooLarge",
+            ),
+            (
+                Error::from(ObjectError::new(ObjectFault::Exists, "taken")),
+                "InternalError",
+            ),
+            (Error::from(MergeError::TooManyGroups(9)), "MergeTooLarge"),
+            (
+                Error::from(MergeError::Invalid(BadRequest("x".into()))),
+                "InvalidRequest",
+            ),
+            (Error::PartialMissing { key: "k".into() }, "PartialMissing"),
+            (
+                Error::PartialTooLarge {
+                    key: "k".into(),
+                    bytes: 9,
+                    budget: 8,
+                },
+                "MergeTooLarge",
+            ),
             (
                 Error::from(ScanError::Deadline { pages: 3, rows: 7 }),
                 "DeadlineTooShort",

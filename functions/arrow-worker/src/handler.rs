@@ -23,9 +23,10 @@ use crate::error::Error;
 use crate::merge::{Merger, merge};
 use crate::partial::{self, ANSWERS_PREFIX, StoredPartial};
 use crate::query::{BadRequest, Query, Segment};
+use crate::report::{self, DayTotals, Plan};
 use crate::request::{self, Request};
 use crate::scan::{Scanned, scan};
-use crate::store::{Source, Store};
+use crate::store::{ObjectFault, PutMode, Report, Source, Store};
 use futures::StreamExt;
 use lambda_runtime::{Diagnostic, LambdaEvent};
 use serde_json::Value;
@@ -33,10 +34,13 @@ use shared::arena::Prewarm;
 use shared::invocation::Deadline;
 use shared::orders::{DAY_SHARDS, day_shard_key};
 use std::time::{Duration, Instant};
+use time::Date;
+use tokio::sync::Semaphore;
 
 /// Largest report item body: DynamoDB items hold at most 400 KB.
 pub const MAX_REPORT_BYTES: usize = 350_000;
-/// Stored partials a merge reads at once (each is held until merged).
+/// Stored partials a merge reads at once (each is held until merged, and all
+/// together within the byte budget `merge_read_bytes`).
 pub const MERGE_READS_IN_FLIGHT: usize = 8;
 /// Largest answer of `merge_stored` returned inline: Step Functions holds at
 /// most 256 KiB in a state (with room for the Task's wrapping); larger
@@ -109,18 +113,19 @@ impl<S: Store> Handler<S> {
             prewarmed,
             "answered"
         );
+        let none = serde_json::Map::new();
         match reply {
             Reply::Answer => {
-                self.deliver(&answer, None, request_id, MAX_ANSWER_BYTES)
+                self.deliver(&answer, none, request_id, MAX_ANSWER_BYTES)
                     .await
             }
             // The fan-out's last state: its answer must fit in a state.
             Reply::Merged => {
-                self.deliver(&answer, None, request_id, MAX_STATE_BYTES)
+                self.deliver(&answer, none, request_id, MAX_STATE_BYTES)
                     .await
             }
-            Reply::Report(id) => {
-                self.deliver(&answer, Some(id), request_id, MAX_ANSWER_BYTES)
+            Reply::Report(fields) => {
+                self.deliver(&answer, fields, request_id, MAX_ANSWER_BYTES)
                     .await
             }
             Reply::Stored(stored) => serde_json::to_value(stored)
@@ -128,17 +133,17 @@ impl<S: Store> Handler<S> {
         }
     }
 
-    /// `answer` as the response, or, past `inline_max` bytes (at most
-    /// Lambda's response limit) and with a bucket, stored as
+    /// `answer` with `extra` fields as the response, or, past `inline_max`
+    /// bytes (at most Lambda's response limit) and with a bucket, stored as
     /// `answers/<request id>.json` and answered by its key.
     async fn deliver(
         &self,
         answer: &Answer,
-        report_id: Option<String>,
+        extra: serde_json::Map<String, Value>,
         request_id: &str,
         inline_max: usize,
     ) -> Result<Value, Error> {
-        let bytes = match answer.to_response(report_id) {
+        let bytes = match answer.to_response(extra.clone()) {
             Ok(body) => match serde_json::to_vec(&body).map(|text| text.len()) {
                 Ok(bytes) if bytes > inline_max && self.config.analytics_bucket.is_some() => bytes,
                 _ => return Ok(body),
@@ -148,10 +153,13 @@ impl<S: Store> Handler<S> {
         };
         let key = format!("{ANSWERS_PREFIX}{}.json", safe_key_part(request_id));
         let body = serde_json::to_vec(answer).map_err(Unanswerable::from)?;
-        self.store.put_object(&key, body).await?;
+        // Replace: Lambda's retries of an invocation keep its request id.
+        let (key_text, replace) = (&key, PutMode::Replace);
+        self.store.put_object(key_text, body, replace).await?;
         tracing::info!(key, bytes, "answer stored in the analytics bucket");
         let mut summary = serde_json::to_value(answer).map_err(Unanswerable::from)?;
         if let Some(fields) = summary.as_object_mut() {
+            fields.extend(extra);
             fields.remove("groups");
             fields.insert("answer_key".into(), Value::String(key));
             fields.insert("answer_bytes".into(), Value::from(bytes));
@@ -195,30 +203,92 @@ impl<S: Store> Handler<S> {
                 }
             }
             Request::Merge { partials } => Ok((merge(partials)?, Reply::Answer)),
-            Request::MergeStored { partials } => {
-                Ok((self.merge_stored(partials, deadline).await?, Reply::Merged))
+            Request::MergeStored { run_id, partials } => {
+                let merged = self.merge_stored(&run_id, partials, deadline);
+                Ok((merged.await?, Reply::Merged))
             }
-            Request::DailyReport { day } => {
+            Request::DailyReport {
+                day,
+                scheduled_time,
+            } => {
                 let now = time::OffsetDateTime::now_utc();
-                let (date, query) = request::day_window(day.as_deref(), now)?;
-                let day = date.to_string();
-                let shards = (0..DAY_SHARDS).map(|s| Source::DayShard(day_shard_key(&day, s)));
-                let answer = self.read_and_aggregate(query, shards, None, deadline);
-                let answer = answer.await?;
-                let id = format!("daily/{day}");
-                let body = serde_json::to_string(&answer)
-                    .map_err(|e| BadRequest(format!("report not serialisable: {e}")))?;
-                if body.len() > MAX_REPORT_BYTES {
-                    return Err(BadRequest(format!(
-                        "report of {} bytes exceeds {MAX_REPORT_BYTES}",
-                        body.len()
-                    ))
-                    .into());
-                }
-                self.store.save_report(&id, body).await?;
-                Ok((answer, Reply::Report(id)))
+                let late_days = self.config.report_late_days;
+                let plan = report::plan(day.as_deref(), scheduled_time.as_deref(), now, late_days)?;
+                self.daily_report(&plan, deadline).await
             }
         }
+    }
+
+    /// Report every day of `plan` (the reported one first), each saved as
+    /// its report item: the reported day's answer, with where it was saved.
+    async fn daily_report(
+        &self,
+        plan: &Plan,
+        deadline: Deadline,
+    ) -> Result<(Answer, Reply), Error> {
+        let (&day, earlier) = plan
+            .days
+            .split_first()
+            .ok_or_else(|| BadRequest("no day to report".into()))?;
+        let answer = self.report_day(day, plan, deadline).await?;
+        let mut recomputed = Vec::new();
+        for &day in earlier {
+            self.report_day(day, plan, deadline).await?;
+            recomputed.push(report::report_id(day));
+        }
+        let fields = serde_json::json!({
+            "report_id": report::report_id(day),
+            "final": plan.is_final(day),
+            "as_of": plan.as_of_text(),
+            "recomputed": recomputed,
+        });
+        let fields = fields.as_object().cloned().unwrap_or_default();
+        Ok((answer, Reply::Report(fields)))
+    }
+
+    /// Read `day` from the day index page by page (memory follows its
+    /// groups), and save it as its report item.
+    async fn report_day(
+        &self,
+        day: Date,
+        plan: &Plan,
+        deadline: Deadline,
+    ) -> Result<Answer, Error> {
+        let query = report::query(day)?;
+        let window = query.validate()?;
+        let name = day.to_string();
+        let shards = (0..DAY_SHARDS).map(|s| Source::DayShard(day_shard_key(&name, s)));
+        let max_groups = usize::try_from(self.config.max_rows).unwrap_or(usize::MAX);
+        let totals = || DayTotals::new(window, max_groups);
+        let scanned = scan(&self.store, shards, query.group_by, None, deadline, totals).await?;
+        let (groups, matched) = scanned.collected.finish();
+        let mut rows = scanned.rows;
+        rows.matched = matched;
+        let mut answer = Answer::new(query, None, groups, rows)?;
+        answer.run.pages = scanned.pages;
+        let body = serde_json::to_string(&answer)
+            .map_err(|e| Error::Answer(Unanswerable::NotSerialisable(e)))?;
+        if body.len() > MAX_REPORT_BYTES {
+            return Err(BadRequest(format!(
+                "report of {} bytes exceeds {MAX_REPORT_BYTES}",
+                body.len()
+            ))
+            .into());
+        }
+        let report = Report {
+            id: report::report_id(day),
+            body,
+            as_of: plan.as_of_text(),
+            is_final: plan.is_final(day),
+        };
+        self.store.save_report(&report).await?;
+        tracing::info!(
+            report = report.id,
+            is_final = report.is_final,
+            orders = matched,
+            "report saved"
+        );
+        Ok(answer)
     }
 
     /// Aggregate `segment` and store every group of it in the bucket.
@@ -236,29 +306,34 @@ impl<S: Store> Handler<S> {
         answer.run.pages = pages;
         let bytes = partial::encode(&answer).map_err(Error::Encode)?;
         let stored = StoredPartial {
-            run_id,
             segment: segment.segment,
             total_segments: segment.total_segments,
+            attempt: partial::new_attempt(),
             groups: answer.groups_total,
             bytes: bytes.len() as u64,
             sha256: partial::sha256(&bytes),
         };
-        self.store.put_object(&stored.key(), bytes).await?;
+        let key = stored.key(&run_id);
+        self.store
+            .put_object(&key, bytes, PutMode::CreateOnly)
+            .await?;
         Ok((answer, Reply::Stored(stored)))
     }
 
-    /// Read every stored partial (a few at a time) and merge them one by one,
+    /// Read every stored partial of run `run_id` (a few at a time, at most
+    /// `merge_read_bytes` of them held at once) and merge them one by one,
     /// stopping at `deadline`.
     async fn merge_stored(
         &self,
+        run_id: &str,
         partials: Vec<StoredPartial>,
         deadline: Deadline,
     ) -> Result<Answer, Error> {
+        partial::check_run_id(run_id)?;
         let first = partials.first().ok_or_else(|| {
             BadRequest("merge_stored needs the references of every segment; none given".into())
         })?;
-        let (run_id, total) = (first.run_id.clone(), first.total_segments);
-        partial::check_run_id(&run_id)?;
+        let total = first.total_segments;
         if partials.len() != total as usize {
             return Err(BadRequest(format!(
                 "{} partials given for {total} segments",
@@ -266,20 +341,32 @@ impl<S: Store> Handler<S> {
             ))
             .into());
         }
-        if let Some(other) = partials.iter().find(|p| p.run_id != run_id) {
-            return Err(BadRequest(format!(
-                "partials of two runs given: {} and {}",
-                partial::key(&run_id, 0, total),
-                other.key()
-            ))
-            .into());
+        // One object larger than the budget could never be read: say so
+        // before reading anything.
+        let budget = self.config.merge_read_bytes;
+        if let Some(large) = partials.iter().find(|p| p.bytes > budget as u64) {
+            return Err(Error::PartialTooLarge {
+                key: large.key(run_id),
+                bytes: large.bytes,
+                budget,
+            });
         }
-        let max_bytes = self.config.max_object_bytes;
+        let held = Semaphore::new(kib(budget as u64) as usize);
+        let held = &held;
         let to_merge = partials.len();
         let mut reads = futures::stream::iter(partials)
             .map(|stored| async move {
-                let bytes = self.store.get_object(&stored.key(), max_bytes).await?;
-                Ok::<_, Error>((stored, bytes))
+                // Closed never: the semaphore lives as long as the stream.
+                let permit = held.acquire_many(kib(stored.bytes)).await;
+                let permit = permit.map_err(|e| Error::Encode(e.to_string()))?;
+                let key = stored.key(run_id);
+                let bytes = match self.store.get_object(&key, budget).await {
+                    Err(e) if e.fault == ObjectFault::Missing => {
+                        return Err(Error::PartialMissing { key });
+                    }
+                    read => read?,
+                };
+                Ok::<_, Error>((stored, key, bytes, permit))
             })
             .buffer_unordered(MERGE_READS_IN_FLIGHT);
         let mut merger: Option<Merger> = None;
@@ -304,13 +391,15 @@ impl<S: Store> Handler<S> {
                     });
                 }
             };
-            let (stored, bytes) = read?;
-            let answer = partial::open(&stored, &bytes)?;
+            let (stored, key, bytes, permit) = read?;
+            let answer = partial::open(run_id, &stored, &bytes)?;
+            drop(bytes);
             let merger = match &mut merger {
                 Some(merger) => merger,
                 None => merger.insert(Merger::new(answer.query.clone(), total, max_groups)?),
             };
-            merger.add(&stored.key(), answer)?;
+            merger.add(&key, answer)?;
+            drop(permit);
             merged += 1;
         }
         let merger = merger.ok_or_else(|| BadRequest("no partial was read".into()))?;
@@ -362,10 +451,18 @@ impl<S: Store> Handler<S> {
         let window = query.validate()?;
         let max_rows = self.config.max_rows;
         let Scanned {
-            batches,
+            collected: batches,
             mut rows,
             pages,
-        } = scan(&self.store, sources, query.group_by, max_rows, deadline).await?;
+        } = scan(
+            &self.store,
+            sources,
+            query.group_by,
+            Some(max_rows),
+            deadline,
+            Vec::new,
+        )
+        .await?;
         let (groups, matched) =
             shared::pool::run("aggregation", move || aggregate(batches, window)).await??;
         rows.matched = matched;
@@ -380,10 +477,16 @@ enum Reply {
     Answer,
     /// The answer of a stored fan-out's merge, kept within a state's limit.
     Merged,
-    /// The answer, saved as the report with this id.
-    Report(String),
+    /// The answer of a daily report, with these fields added (where it was
+    /// saved, whether it is final, which earlier days were computed again).
+    Report(serde_json::Map<String, Value>),
     /// A reference to the partial answer stored in the bucket.
     Stored(StoredPartial),
+}
+
+/// `bytes` in KiB, rounded up: the unit of the merge's read budget.
+fn kib(bytes: u64) -> u32 {
+    u32::try_from(bytes.div_ceil(1024)).unwrap_or(u32::MAX)
 }
 
 /// `id` with anything but A-Z a-z 0-9 - _ replaced, for an object key.

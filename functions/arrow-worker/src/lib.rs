@@ -10,7 +10,7 @@
 //! Layers, each importing only those listed before it: `query` (the
 //! vocabulary) · `answer` · `partial` · `request` · `columns` · `store` ·
 //! `dynamodb` · `s3` · `aws` · `scan` · `aggregate` · `merge` · `warm_up` ·
-//! `config` · `error` · `handler`.
+//! `config` · `error` · `report` · `handler`.
 
 pub mod aggregate;
 pub mod answer;
@@ -23,6 +23,7 @@ pub mod handler;
 pub mod merge;
 pub mod partial;
 pub mod query;
+pub mod report;
 pub mod request;
 pub mod s3;
 pub mod scan;

@@ -15,7 +15,6 @@ use crate::columns::is_currency_code;
 use crate::query::{BadRequest, MAX_SEGMENTS, Query, bad, quoted};
 use shared::orders::{MAX_AMOUNT_CENTS, MAX_TOTAL_QUANTITY};
 use std::collections::BTreeMap;
-use std::collections::btree_map::Entry;
 
 fn add(a: u64, b: u64, key: &str) -> Result<u64, BadRequest> {
     a.checked_add(b).ok_or_else(|| {
@@ -138,6 +137,69 @@ fn with_means(mut group: Group) -> Group {
     group
 }
 
+/// Why partials could not be merged.
+#[derive(Debug, thiserror::Error)]
+pub enum MergeError {
+    /// The partials are not the answers of one fan-out, or not possible.
+    #[error(transparent)]
+    Invalid(#[from] BadRequest),
+    /// The merged answer would hold more groups than this function may.
+    #[error(
+        "the merged answer would hold more than {0} groups, more than this function's memory holds (MAX_ROWS): use a coarser group_by, a narrower time window, or more memory"
+    )]
+    TooManyGroups(usize),
+}
+
+/// Groups combined by key, refused as soon as they would be more than
+/// `max_groups` (checked at each new key, so memory never runs past it).
+#[derive(Debug)]
+pub struct Totals {
+    groups: BTreeMap<String, Group>,
+    max_groups: usize,
+}
+
+impl Totals {
+    /// No groups yet; at most `max_groups`.
+    pub fn new(max_groups: usize) -> Self {
+        Self {
+            groups: BTreeMap::new(),
+            max_groups,
+        }
+    }
+
+    /// Combine `group` into the group of its key, or add it.
+    pub fn add(&mut self, group: Group) -> Result<(), MergeError> {
+        if let Some(into) = self.groups.get_mut(&group.key) {
+            return Ok(merge_group(into, group)?);
+        }
+        if self.groups.len() >= self.max_groups {
+            return Err(MergeError::TooManyGroups(self.max_groups));
+        }
+        self.groups.insert(group.key.clone(), group);
+        Ok(())
+    }
+
+    /// Combine every group of `other`.
+    pub fn join(&mut self, other: Totals) -> Result<(), MergeError> {
+        other.groups.into_values().try_for_each(|g| self.add(g))
+    }
+
+    /// Groups held.
+    pub fn len(&self) -> usize {
+        self.groups.len()
+    }
+
+    /// Whether no group is held.
+    pub fn is_empty(&self) -> bool {
+        self.groups.is_empty()
+    }
+
+    /// The groups, in key order.
+    pub fn into_groups(self) -> Vec<Group> {
+        self.groups.into_values().collect()
+    }
+}
+
 /// Partials combined one at a time, so a merge holds the combined groups and
 /// one partial, never all of them.
 #[derive(Debug)]
@@ -146,8 +208,7 @@ pub struct Merger {
     total: u32,
     seen: Vec<bool>,
     rows: Rows,
-    groups: BTreeMap<String, Group>,
-    max_groups: usize,
+    groups: Totals,
 }
 
 impl Merger {
@@ -164,44 +225,32 @@ impl Merger {
             total: total_segments,
             seen: vec![false; total_segments as usize],
             rows: Rows::default(),
-            groups: BTreeMap::new(),
-            max_groups,
+            groups: Totals::new(max_groups),
         })
     }
 
     /// Combine `partial` (named `name` in errors) into the merge.
-    pub fn add(&mut self, name: &str, partial: Answer) -> Result<(), BadRequest> {
+    pub fn add(&mut self, name: &str, partial: Answer) -> Result<(), MergeError> {
         let total = self.total;
         if partial.query != self.query {
-            return Err(bad(format!("{name} answers a different query")));
+            return Err(bad(format!("{name} answers a different query")).into());
         }
         let segment = partial
             .segment
             .filter(|s| s.total_segments == total && s.segment < total)
             .ok_or_else(|| bad(format!("{name} is not one of {total} segments")))?;
         if std::mem::replace(&mut self.seen[segment.segment as usize], true) {
-            return Err(bad(format!("segment {} given twice", segment.segment)));
+            return Err(bad(format!("segment {} given twice", segment.segment)).into());
         }
         if partial.truncated {
-            return Err(bad(format!("{name} is truncated")));
+            return Err(bad(format!("{name} is truncated")).into());
         }
         check_partial(&partial).map_err(|e| bad(format!("{name}: {e}")))?;
         self.rows
             .add(&partial.rows)
             .map_err(|e| bad(format!("merging the partials: {e}")))?;
         for group in partial.groups.into_iter().map(with_means) {
-            match self.groups.entry(group.key.clone()) {
-                Entry::Vacant(slot) => {
-                    slot.insert(group);
-                }
-                Entry::Occupied(mut slot) => merge_group(slot.get_mut(), group)?,
-            }
-        }
-        if self.groups.len() > self.max_groups {
-            return Err(bad(format!(
-                "the merged answer holds more than {} groups, more than one invocation may hold (MAX_ROWS): use a coarser group_by or a narrower time window",
-                self.max_groups
-            )));
+            self.groups.add(group)?;
         }
         Ok(())
     }
@@ -214,12 +263,7 @@ impl Merger {
                 self.total
             )));
         }
-        Answer::new(
-            self.query,
-            None,
-            self.groups.into_values().collect(),
-            self.rows,
-        )
+        Answer::new(self.query, None, self.groups.into_groups(), self.rows)
     }
 }
 
@@ -243,7 +287,13 @@ pub fn merge(partials: Vec<Answer>) -> Result<Answer, BadRequest> {
     }
     let mut merger = Merger::new(first.query.clone(), total, usize::MAX)?;
     for (i, partial) in partials.into_iter().enumerate() {
-        merger.add(&format!("partials[{i}]"), partial)?;
+        // Without a group bound, every refusal is of the partials themselves.
+        merger
+            .add(&format!("partials[{i}]"), partial)
+            .map_err(|e| match e {
+                MergeError::Invalid(e) => e,
+                e @ MergeError::TooManyGroups(_) => bad(e.to_string()),
+            })?;
     }
     merger.finish()
 }
@@ -433,5 +483,25 @@ mod tests {
         let merged = merge(vec![partial(0, 2, vec![lying]), partial(1, 2, vec![])]).unwrap();
         assert_eq!(merged.groups[0].money[0].total_cents.mean, 5.0);
         assert_eq!(merged.groups[0].quantity.mean, 1.0);
+    }
+
+    #[test]
+    fn the_group_bound_holds_at_every_new_key_not_after_a_partial() {
+        let mut merger = Merger::new(partial(0, 2, vec![]).query, 2, 2).unwrap();
+        let three = vec![
+            group("a", 1, 1, 1, 1),
+            group("b", 1, 1, 1, 1),
+            group("c", 1, 1, 1, 1),
+        ];
+        let err = merger.add("partials[0]", partial(0, 2, three)).unwrap_err();
+        assert!(matches!(err, MergeError::TooManyGroups(2)), "{err}");
+        assert_eq!(merger.groups.len(), 2, "held past the bound");
+        // Known keys still combine at the bound.
+        let mut totals = Totals::new(1);
+        totals.add(group("a", 1, 1, 1, 1)).unwrap();
+        totals.add(group("a", 2, 4, 2, 2)).unwrap();
+        assert!(totals.add(group("b", 1, 1, 1, 1)).is_err());
+        let groups = totals.into_groups();
+        assert_eq!((groups.len(), groups[0].count), (1, 3));
     }
 }

@@ -36,16 +36,19 @@ const FORMAT: &str = "orders-partial/1";
 const HEADER_KEY: &str = "answer";
 
 /// What the state machine passes between states for one segment: enough to
-/// find the partial (`run_id`, `segment`, `total_segments`) and to see its size.
+/// find the partial (with the run id the merge is given once) and to check it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct StoredPartial {
-    /// The fan-out's run (the execution name).
-    pub run_id: String,
     /// The segment this partial covers.
     pub segment: u32,
     /// The fan-out's segment count.
     pub total_segments: u32,
+    /// The invocation that wrote it (random, one per invocation): every
+    /// attempt at a segment writes an object of its own, created only if new,
+    /// so an attempt Step Functions gave up on can never replace the partial
+    /// a reference names.
+    pub attempt: String,
     /// Groups in the partial.
     pub groups: u64,
     /// Size of the stored object.
@@ -60,9 +63,9 @@ pub fn sha256(bytes: &[u8]) -> String {
     hex::encode(sha2::Sha256::digest(bytes))
 }
 
-/// The partial answer `stored` refers to, from the object's `bytes`.
-pub fn open(stored: &StoredPartial, bytes: &[u8]) -> Result<Answer, BadRequest> {
-    let key = stored.key();
+/// The partial answer `stored` (of run `run_id`) refers to, from the object's `bytes`.
+pub fn open(run_id: &str, stored: &StoredPartial, bytes: &[u8]) -> Result<Answer, BadRequest> {
+    let key = stored.key(run_id);
     if bytes.len() as u64 != stored.bytes || sha256(bytes) != stored.sha256 {
         return Err(bad(format!(
             "{key} is not the object its segment stored (size or SHA-256 differ)"
@@ -80,29 +83,51 @@ pub fn open(stored: &StoredPartial, bytes: &[u8]) -> Result<Answer, BadRequest> 
 }
 
 impl StoredPartial {
-    /// The object key of this partial.
-    pub fn key(&self) -> String {
-        key(&self.run_id, self.segment, self.total_segments)
+    /// The object key of this partial of run `run_id`.
+    pub fn key(&self, run_id: &str) -> String {
+        key(run_id, self.segment, self.total_segments, &self.attempt)
     }
 }
 
-/// The object key of `segment` of `total_segments` in run `run_id`.
-pub fn key(run_id: &str, segment: u32, total_segments: u32) -> String {
-    format!("{PARTIALS_PREFIX}{run_id}/{segment:07}-of-{total_segments}.arrow")
+/// The object key of `segment` of `total_segments` in run `run_id`, written by `attempt`.
+pub fn key(run_id: &str, segment: u32, total_segments: u32, attempt: &str) -> String {
+    format!(
+        "{PARTIALS_PREFIX}{}/{segment:07}-of-{total_segments}-{}.arrow",
+        key_part(run_id),
+        key_part(attempt)
+    )
 }
 
-/// Refuse a run id that is not a plain execution name (it becomes part of an
-/// object key).
+/// `text` as one part of an object key: A-Z a-z 0-9 `-` `_` as they are,
+/// every other byte (UTF-8) as `~` and its two hex digits. Two texts never
+/// give the same part, and no part climbs out of its prefix (`..`, `/`).
+fn key_part(text: &str) -> String {
+    let mut part = String::with_capacity(text.len());
+    for byte in text.bytes() {
+        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_') {
+            part.push(char::from(byte));
+        } else {
+            part.push_str(&format!("~{byte:02X}"));
+        }
+    }
+    part
+}
+
+/// A new attempt id: 16 random hex digits.
+pub fn new_attempt() -> String {
+    format!("{:016x}", fastrand::u64(..))
+}
+
+/// Refuse a run id Step Functions cannot have given: an execution name is
+/// 1 to 80 characters (any script, `@ + = ( )` included) and holds no control
+/// characters. Every such name is a run id; its key part is escaped.
 pub fn check_run_id(run_id: &str) -> Result<(), BadRequest> {
-    let plain = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.');
-    if (1..=MAX_RUN_ID_CHARS).contains(&run_id.len())
-        && run_id.chars().all(plain)
-        && !run_id.starts_with('.')
-    {
+    let chars = run_id.chars().count();
+    if (1..=MAX_RUN_ID_CHARS).contains(&chars) && !run_id.chars().any(char::is_control) {
         Ok(())
     } else {
         Err(bad(format!(
-            "run_id {} must be 1 to {MAX_RUN_ID_CHARS} of A-Z, a-z, 0-9, '-', '_', '.' (not starting with '.'): the execution name",
+            "run_id {} must be 1 to {MAX_RUN_ID_CHARS} characters without control characters: the execution name",
             quoted(run_id)
         )))
     }
@@ -392,18 +417,18 @@ mod tests {
             assert!(err.0.starts_with("not a stored partial answer"), "{err}");
         }
         let stored = StoredPartial {
-            run_id: "r".into(),
             segment: 2,
             total_segments: 7,
+            attempt: new_attempt(),
             groups: 1,
             bytes: bytes.len() as u64,
             sha256: sha256(&bytes),
         };
-        assert_eq!(open(&stored, &bytes).unwrap().groups.len(), 1);
+        assert_eq!(open("r", &stored, &bytes).unwrap().groups.len(), 1);
         let mut flipped = bytes.clone();
         for i in 0..flipped.len() {
             flipped[i] ^= 0x5a;
-            let err = open(&stored, &flipped).expect_err("corrupt");
+            let err = open("r", &stored, &flipped).expect_err("corrupt");
             assert!(err.0.contains("SHA-256"), "{err}");
             flipped[i] ^= 0x5a;
         }
@@ -411,7 +436,7 @@ mod tests {
             segment: 3,
             ..stored
         };
-        let err = open(&other, &bytes).unwrap_err();
+        let err = open("r", &other, &bytes).unwrap_err();
         assert!(err.0.contains("another segment"), "{err}");
         let mut lying = partial(vec![group("a", &["EUR"])]);
         lying.groups_total = 2;
@@ -419,20 +444,30 @@ mod tests {
         assert!(err.0.contains("1 groups stored, 2 announced"), "{err}");
     }
 
+    /// The longest execution name in 4-byte characters.
+    fn longest_run_id() -> String {
+        "\u{1D11E}".repeat(MAX_RUN_ID_CHARS)
+    }
+
     #[test]
     fn the_references_of_a_thousand_segments_fit_in_one_state() {
-        // The longest execution name, a segment read to the bound of
-        // MAX_ROWS (9 digits of groups), objects of tens of GB.
+        // The state the merge starts from: the fan-out's input (a thousand
+        // segment numbers), the longest execution name once, and a thousand
+        // references of a segment read to the bound of MAX_ROWS (9 digits of
+        // groups) in objects of tens of GB.
         let worst = StoredPartial {
-            run_id: "x".repeat(MAX_RUN_ID_CHARS),
             segment: 999,
             total_segments: 1_000,
+            attempt: new_attempt(),
             groups: 100_000_000,
             bytes: 99_999_999_999,
             sha256: sha256(b""),
         };
         let state = serde_json::json!({
-            "operation": "merge_stored",
+            "query": {"group_by": "customer", "from": "2026-11-01T00:00:00Z", "to": "2026-12-01T00:00:00Z", "limit": 20_000},
+            "total_segments": 1_000,
+            "segments": (0..1_000).collect::<Vec<_>>(),
+            "run_id": longest_run_id(),
             "partials": vec![worst; 1_000],
         });
         let bytes = state.to_string().len();
@@ -443,19 +478,45 @@ mod tests {
     }
 
     #[test]
-    fn run_ids_are_execution_names_and_keys_sort_by_segment() {
-        for good in [
+    fn every_execution_name_is_a_run_id_with_a_key_of_its_own() {
+        let longest = longest_run_id();
+        let names = [
             "a",
             "3f9c1f9e-6d1b-4a41-9d0e-1c1b6c0c2b55",
             "daily_2026.11.21",
-        ] {
-            assert!(check_run_id(good).is_ok(), "{good}");
+            "a@b+c=d(e)",
+            "bestellung-ü-注文",
+            "a.b",
+            "a~2Eb",
+            longest.as_str(),
+        ];
+        let mut keys = std::collections::BTreeSet::new();
+        for name in names {
+            assert!(check_run_id(name).is_ok(), "{name}");
+            let key = key(name, 999_999, 1_000_000, "ffffffffffffffff");
+            assert!(
+                key.len() <= 1_024,
+                "{} bytes: over S3's key limit",
+                key.len()
+            );
+            let run = &key[PARTIALS_PREFIX.len()..key.rfind('/').unwrap_or(0)];
+            assert!(
+                run.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"-_~".contains(&b)),
+                "{key}"
+            );
+            assert!(keys.insert(key), "{name}: a key another name has");
         }
-        let long = "x".repeat(MAX_RUN_ID_CHARS + 1);
-        for bad in ["", "../x", "a/b", ".hidden", "a b", long.as_str()] {
-            assert!(check_run_id(bad).is_err(), "{bad}");
+        let too_long = "x".repeat(MAX_RUN_ID_CHARS + 1);
+        for bad in ["", "a\nb", "\u{7}", too_long.as_str()] {
+            assert!(check_run_id(bad).is_err(), "{bad:?}");
         }
-        assert_eq!(key("r", 3, 16), "partials/r/0000003-of-16.arrow");
-        assert!(key("r", 9, 16) < key("r", 10, 16));
+        assert_eq!(key("r", 3, 16, "a1"), "partials/r/0000003-of-16-a1.arrow");
+        assert_eq!(
+            key("../x", 3, 16, "a1"),
+            "partials/~2E~2E~2Fx/0000003-of-16-a1.arrow"
+        );
+        assert!(key("r", 9, 16, "a") < key("r", 10, 16, "a"));
+        assert_ne!(new_attempt(), new_attempt());
     }
 }

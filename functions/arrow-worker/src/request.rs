@@ -5,7 +5,8 @@
 //! {"operation": "aggregate", "query": {"group_by": "day"}, "segment": 0, "total_segments": 4}
 //! {"operation": "aggregate", "query": {"group_by": "customer"}, "segment": 0, "total_segments": 64, "run_id": "r-1"}
 //! {"operation": "merge", "partials": [ ...answers of the segments... ]}
-//! {"operation": "merge_stored", "partials": [ ...references the segments returned with run_id... ]}
+//! {"operation": "merge_stored", "run_id": "r-1", "partials": [ ...references the segments returned... ]}
+//! {"operation": "daily_report", "scheduled_time": "2026-11-22T00:15:00Z"}
 //! {"operation": "daily_report", "day": "2026-11-21"}
 //! ```
 //!
@@ -13,10 +14,8 @@
 
 use crate::answer::Answer;
 use crate::partial::StoredPartial;
-use crate::query::{BadRequest, GroupBy, MAX_SEGMENTS, Query, Segment, bad, quoted};
+use crate::query::{BadRequest, MAX_SEGMENTS, Query, Segment, bad};
 use serde::Deserialize;
-use time::format_description::well_known::Rfc3339;
-use time::{Date, OffsetDateTime};
 
 /// A request.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -44,14 +43,22 @@ pub enum Request {
     },
     /// Combine the stored partial answers of every segment of one fan-out.
     MergeStored {
+        /// The fan-out's run (the execution name).
+        run_id: String,
         /// The references the segments returned, one per segment, in any order.
         partials: Vec<StoredPartial>,
     },
-    /// Aggregate one UTC day by currency and store it as a report item.
+    /// Aggregate UTC days by currency and store each as a report item: the
+    /// day before `scheduled_time` and the days before it that may still
+    /// receive late orders, or just `day` (see `report.rs`).
     DailyReport {
-        /// The day (`2026-11-21`); yesterday (UTC) when absent.
+        /// One day to report (`2026-11-21`), computed again by hand.
         #[serde(default)]
         day: Option<String>,
+        /// When the schedule fired (EventBridge Scheduler's
+        /// `<aws.scheduler.scheduled-time>`, RFC 3339).
+        #[serde(default)]
+        scheduled_time: Option<String>,
     },
 }
 
@@ -93,44 +100,10 @@ pub fn segment(
     }
 }
 
-/// The window covering UTC `day` (`YYYY-MM-DD`), or yesterday relative to `now`.
-pub fn day_window(day: Option<&str>, now: OffsetDateTime) -> Result<(Date, Query), BadRequest> {
-    let format = time::macros::format_description!("[year]-[month]-[day]");
-    let date = match day {
-        Some(text) => Date::parse(text, &format).map_err(|e| {
-            bad(format!(
-                "day {} is not a date like 2026-11-21: {e}",
-                quoted(text)
-            ))
-        })?,
-        None => now
-            .date()
-            .previous_day()
-            .ok_or_else(|| bad("no day before the earliest date"))?,
-    };
-    let next = date
-        .next_day()
-        .ok_or_else(|| bad("no day after the latest date"))?;
-    let at = |d: Date| {
-        d.midnight()
-            .assume_utc()
-            .format(&Rfc3339)
-            .map_err(|e| bad(format!("cannot format {d}: {e}")))
-    };
-    Ok((
-        date,
-        Query {
-            group_by: GroupBy::Currency,
-            from: Some(at(date)?),
-            to: Some(at(next)?),
-            limit: None,
-        },
-    ))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::query::{GroupBy, quoted};
     use serde_json::json;
 
     #[test]
@@ -140,7 +113,13 @@ mod tests {
         let r = parse(json!({"operation": "merge", "partials": []})).unwrap();
         assert!(matches!(r, Request::Merge { .. }));
         let r = parse(json!({"operation": "daily_report"})).unwrap();
-        assert_eq!(r, Request::DailyReport { day: None });
+        assert_eq!(
+            r,
+            Request::DailyReport {
+                day: None,
+                scheduled_time: None
+            }
+        );
     }
 
     #[test]
@@ -182,8 +161,6 @@ mod tests {
             "{e}"
         );
         assert!(e.0.len() < 400, "{} bytes", e.0.len());
-        let now = OffsetDateTime::from_unix_timestamp(0).unwrap();
-        assert!(day_window(Some(&long), now).unwrap_err().0.len() < 400);
         assert_eq!(quoted("2026-02-30"), "\"2026-02-30\"");
     }
 
@@ -199,17 +176,5 @@ mod tests {
         ] {
             assert!(segment(s, t).is_err(), "{s:?} {t:?}");
         }
-    }
-
-    #[test]
-    fn a_daily_report_covers_one_utc_day() {
-        let now = OffsetDateTime::from_unix_timestamp(1_763_800_000).unwrap(); // 2025-11-22
-        let (day, query) = day_window(None, now).unwrap();
-        assert_eq!(day.to_string(), "2025-11-21");
-        assert_eq!(query.from.as_deref(), Some("2025-11-21T00:00:00Z"));
-        assert_eq!(query.to.as_deref(), Some("2025-11-22T00:00:00Z"));
-        assert!(day_window(Some("2025-13-01"), now).is_err());
-        let (day, _) = day_window(Some("2024-02-29"), now).unwrap();
-        assert_eq!(day.to_string(), "2024-02-29");
     }
 }

@@ -1,8 +1,10 @@
 //! The analytics bucket on S3: partial answers of a fan-out and answers too
 //! large for a Lambda response, written and read whole.
 
-use crate::store::ObjectError;
+use crate::store::{ObjectError, ObjectFault, PutMode};
 use aws_sdk_s3::Client;
+use aws_sdk_s3::config::http::HttpResponse;
+use aws_sdk_s3::error::SdkError;
 use aws_sdk_s3::primitives::ByteStream;
 use shared::ErrorChain;
 
@@ -36,33 +38,38 @@ impl S3Objects {
         answer.map_or_else(|e| e.raw_response().is_some(), |_| true)
     }
 
-    /// Write `bytes` as `key`.
-    pub async fn put(&self, key: &str, bytes: Vec<u8>) -> Result<(), ObjectError> {
-        self.client
+    /// Write `bytes` as `key`; with [`PutMode::CreateOnly`], only if the key
+    /// holds nothing (`If-None-Match: *`; S3 answers 412 otherwise).
+    pub async fn put(&self, key: &str, bytes: Vec<u8>, mode: PutMode) -> Result<(), ObjectError> {
+        let mut request = self
+            .client
             .put_object()
             .bucket(&self.bucket)
             .key(key)
-            .body(ByteStream::from(bytes))
-            .send()
-            .await
-            .map_err(|e| {
-                ObjectError(format!(
-                    "PutObject {key} into {}: {}",
-                    self.bucket,
-                    ErrorChain(&e)
-                ))
-            })?;
+            .body(ByteStream::from(bytes));
+        if mode == PutMode::CreateOnly {
+            request = request.if_none_match("*");
+        }
+        request.send().await.map_err(|e| {
+            let fault = match status(&e) {
+                Some(412) => ObjectFault::Exists,
+                _ => ObjectFault::Failed,
+            };
+            ObjectError::new(
+                fault,
+                format!("PutObject {key} into {}: {}", self.bucket, ErrorChain(&e)),
+            )
+        })?;
         Ok(())
     }
 
     /// The bytes of `key`, refused past `max_bytes` before they are read.
     pub async fn get(&self, key: &str, max_bytes: usize) -> Result<Vec<u8>, ObjectError> {
-        let failed = |e: &dyn std::error::Error| {
-            ObjectError(format!(
-                "GetObject {key} from {}: {}",
-                self.bucket,
-                ErrorChain(e)
-            ))
+        let failed = |fault, e: &dyn std::error::Error| {
+            ObjectError::new(
+                fault,
+                format!("GetObject {key} from {}: {}", self.bucket, ErrorChain(e)),
+            )
         };
         let output = self
             .client
@@ -71,15 +78,30 @@ impl S3Objects {
             .key(key)
             .send()
             .await
-            .map_err(|e| failed(&e))?;
+            .map_err(|e| {
+                let fault = match status(&e) {
+                    Some(404) => ObjectFault::Missing,
+                    _ => ObjectFault::Failed,
+                };
+                failed(fault, &e)
+            })?;
         let length = output.content_length.unwrap_or(0);
         if usize::try_from(length).map_or(true, |n| n > max_bytes) {
-            return Err(ObjectError(format!(
-                "{key} in {} is {length} bytes, more than this function reads ({max_bytes})",
-                self.bucket
-            )));
+            return Err(ObjectError::new(
+                ObjectFault::TooLarge,
+                format!(
+                    "{key} in {} is {length} bytes, more than this function reads ({max_bytes})",
+                    self.bucket
+                ),
+            ));
         }
-        let body = output.body.collect().await.map_err(|e| failed(&e))?;
+        let body = output.body.collect().await;
+        let body = body.map_err(|e| failed(ObjectFault::Failed, &e))?;
         Ok(body.into_bytes().to_vec())
     }
+}
+
+/// The HTTP status S3 answered with, if it answered.
+fn status<E>(error: &SdkError<E, HttpResponse>) -> Option<u16> {
+    error.raw_response().map(|r| r.status().as_u16())
 }

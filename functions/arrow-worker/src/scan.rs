@@ -25,11 +25,37 @@ use futures::future::try_join_all;
 use shared::invocation::Deadline;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+/// What a scan does with the rows of each page, as it arrives.
+pub trait Collect: Send {
+    /// The error a page can end the scan with.
+    type Error: From<ScanError> + Send;
+    /// Take the well-formed rows of one page (a non-empty batch).
+    fn page(&mut self, batch: RecordBatch) -> Result<(), Self::Error>;
+    /// Take what the reading of another source collected.
+    fn join(&mut self, other: Self) -> Result<(), Self::Error>;
+}
+
+/// Keep every page's batch, for an aggregation over all of them at the end
+/// (memory follows the rows: bound the scan with `max_rows`).
+impl Collect for Vec<RecordBatch> {
+    type Error = ScanError;
+
+    fn page(&mut self, batch: RecordBatch) -> Result<(), ScanError> {
+        self.push(batch);
+        Ok(())
+    }
+
+    fn join(&mut self, other: Self) -> Result<(), ScanError> {
+        self.extend(other);
+        Ok(())
+    }
+}
+
 /// What a scan read.
 #[derive(Debug, Default)]
-pub struct Scanned {
-    /// Well-formed rows, one batch per non-empty page.
-    pub batches: Vec<RecordBatch>,
+pub struct Scanned<C> {
+    /// What the pages' rows were collected into.
+    pub collected: C,
     /// Items read and skipped (`matched` is left to the aggregation).
     pub rows: Rows,
     /// Pages read.
@@ -59,67 +85,84 @@ pub enum ScanError {
     },
 }
 
-/// Read `sources` concurrently, keyed by `group_by`, stopping with an error
-/// once more than `max_rows` items were read or at `deadline`.
-pub async fn scan<S: Store>(
+/// Read `sources` concurrently, keyed by `group_by`, each page's rows handed
+/// to a collector (one per source, made by `collector`, joined at the end);
+/// stopping with an error once more than `max_rows` items were read (if
+/// given) or at `deadline`.
+pub async fn scan<S: Store, C: Collect>(
     store: &S,
     sources: impl IntoIterator<Item = Source>,
     group_by: GroupBy,
-    max_rows: u64,
+    max_rows: Option<u64>,
     deadline: Deadline,
-) -> Result<Scanned, ScanError> {
+    collector: impl Fn() -> C + Sync,
+) -> Result<Scanned<C>, C::Error> {
+    let limit = max_rows.unwrap_or(u64::MAX);
     let (read, pages) = (AtomicU64::new(0), AtomicU64::new(0));
-    let (read, pages) = (&read, &pages);
+    let (read, pages, collector) = (&read, &pages, &collector);
     let late = || ScanError::Deadline {
         pages: pages.load(Ordering::Relaxed),
         rows: read.load(Ordering::Relaxed),
     };
     let finish_by = tokio::time::Instant::from_std(deadline.instant());
     let parts = try_join_all(sources.into_iter().map(|source| async move {
-        let mut part = Scanned::default();
+        let mut part = Scanned {
+            collected: collector(),
+            rows: Rows::default(),
+            pages: 0,
+        };
         let mut start = None;
         loop {
             // Checked before each request too: a store that answers at once
             // never lets the timeout below see the deadline.
             if deadline.is_past() {
-                return Err(late());
+                return Err(late().into());
             }
             let page = tokio::time::timeout_at(finish_by, store.read_page(&source, start))
                 .await
-                .map_err(|_| late())??;
+                .map_err(|_| late())?
+                .map_err(ScanError::from)?;
             pages.fetch_add(1, Ordering::Relaxed);
             let items = page.items.len() as u64;
-            if read.fetch_add(items, Ordering::Relaxed) + items > max_rows {
-                return Err(ScanError::TooManyRows(max_rows));
+            if read
+                .fetch_add(items, Ordering::Relaxed)
+                .saturating_add(items)
+                > limit
+            {
+                return Err(ScanError::TooManyRows(limit).into());
             }
             let (batch, skipped) = to_batch(&page.items, group_by);
+            drop(page.items);
             part.pages += 1;
-            // Every count here is at most `max_rows` (checked above), so
-            // these additions cannot overflow; if they did, there were too many.
             let page_rows = Rows {
                 scanned: items,
                 matched: 0,
                 skipped,
             };
+            // Counts past 64 bits: far more rows than any scan holds.
             part.rows
                 .add(&page_rows)
-                .map_err(|_| ScanError::TooManyRows(max_rows))?;
+                .map_err(|_| ScanError::TooManyRows(limit))?;
             if batch.num_rows() > 0 {
-                part.batches.push(batch);
+                part.collected.page(batch)?;
             }
             match page.next {
                 Some(next) => start = Some(next),
-                None => return Ok(part),
+                None => return Ok::<_, C::Error>(part),
             }
         }
     }))
     .await?;
-    let mut all = Scanned::default();
+    let mut all = Scanned {
+        collected: collector(),
+        rows: Rows::default(),
+        pages: 0,
+    };
     for part in parts {
-        all.batches.extend(part.batches);
+        all.collected.join(part.collected)?;
         all.rows
             .add(&part.rows)
-            .map_err(|_| ScanError::TooManyRows(max_rows))?;
+            .map_err(|_| ScanError::TooManyRows(limit))?;
         all.pages += part.pages;
     }
     Ok(all)
@@ -129,7 +172,7 @@ pub async fn scan<S: Store>(
 mod tests {
     use super::*;
     use crate::columns::Item;
-    use crate::store::{ObjectError, Page};
+    use crate::store::{ObjectError, Page, PutMode, Report};
     use std::time::{Duration, Instant};
 
     /// A table of empty pages, each naming a next one, up to `pages` requests
@@ -154,11 +197,11 @@ mod tests {
             })
         }
 
-        async fn save_report(&self, _: &str, _: String) -> Result<(), StoreError> {
+        async fn save_report(&self, _: &Report) -> Result<(), StoreError> {
             Ok(())
         }
 
-        async fn put_object(&self, _: &str, _: Vec<u8>) -> Result<(), ObjectError> {
+        async fn put_object(&self, _: &str, _: Vec<u8>, _: PutMode) -> Result<(), ObjectError> {
             Ok(())
         }
 
@@ -178,7 +221,15 @@ mod tests {
             pages: u64::MAX,
             ..Endless::default()
         };
-        let result = scan(&store, Source::segments(2), GroupBy::Day, 10, in_ms(50)).await;
+        let result = scan(
+            &store,
+            Source::segments(2),
+            GroupBy::Day,
+            Some(10),
+            in_ms(50),
+            Vec::new,
+        )
+        .await;
         let Err(ScanError::Deadline { pages, rows }) = result else {
             panic!("{result:?}");
         };
@@ -189,7 +240,15 @@ mod tests {
             pages: 5,
             ..Endless::default()
         };
-        let scanned = scan(&store, Source::segments(1), GroupBy::Day, 10, in_ms(60_000)).await;
+        let scanned = scan(
+            &store,
+            Source::segments(1),
+            GroupBy::Day,
+            Some(10),
+            in_ms(60_000),
+            Vec::new,
+        )
+        .await;
         assert_eq!(scanned.map(|s| s.pages).ok(), Some(5));
     }
 
@@ -199,7 +258,14 @@ mod tests {
             hangs: true,
             ..Endless::default()
         };
-        let scan = scan(&store, Source::segments(3), GroupBy::Day, 10, in_ms(50));
+        let scan = scan(
+            &store,
+            Source::segments(3),
+            GroupBy::Day,
+            Some(10),
+            in_ms(50),
+            Vec::new,
+        );
         let result = tokio::time::timeout(Duration::from_secs(10), scan).await;
         assert!(
             matches!(result, Ok(Err(ScanError::Deadline { pages: 0, rows: 0 }))),
@@ -211,7 +277,15 @@ mod tests {
     #[tokio::test]
     async fn a_past_deadline_requests_nothing() {
         let store = Endless::default();
-        let result = scan(&store, Source::segments(4), GroupBy::Day, 10, in_ms(0)).await;
+        let result = scan(
+            &store,
+            Source::segments(4),
+            GroupBy::Day,
+            Some(10),
+            in_ms(0),
+            Vec::new,
+        )
+        .await;
         assert!(
             matches!(result, Err(ScanError::Deadline { pages: 0, rows: 0 })),
             "{result:?}"

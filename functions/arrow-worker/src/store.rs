@@ -54,10 +54,64 @@ pub struct Page {
 #[error("{0}")]
 pub struct StoreError(pub String);
 
-/// A failed S3 request (after the SDK's own retries), or no bucket configured.
+/// What kind of failure an [`ObjectError`] is: whether a retry can help.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ObjectFault {
+    /// The object does not exist: never written, or expired by the bucket's
+    /// lifecycle rule. No retry brings it back.
+    Missing,
+    /// The object is larger than this function reads.
+    TooLarge,
+    /// A create-only write found the key taken: nothing was written.
+    Exists,
+    /// Anything else: S3 failed after the SDK's retries, or no bucket is
+    /// configured.
+    Failed,
+}
+
+/// A failed S3 request.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct ObjectError(pub String);
+#[error("{message}")]
+pub struct ObjectError {
+    /// What kind of failure.
+    pub fault: ObjectFault,
+    /// What happened, naming the key.
+    pub message: String,
+}
+
+impl ObjectError {
+    /// A failure of kind `fault`, saying `message`.
+    pub fn new(fault: ObjectFault, message: impl Into<String>) -> Self {
+        Self {
+            fault,
+            message: message.into(),
+        }
+    }
+}
+
+/// How an object is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PutMode {
+    /// Replace whatever the key holds.
+    Replace,
+    /// Write only if the key holds nothing (S3's `If-None-Match: *`): an
+    /// object once written is never replaced.
+    CreateOnly,
+}
+
+/// A report item: one day's answer and when it was computed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Report {
+    /// The key: `daily/2026-11-21`.
+    pub id: String,
+    /// The answer, as JSON.
+    pub body: String,
+    /// The time the report stands for (RFC 3339): the schedule's time, or
+    /// the clock's for a report asked for by hand.
+    pub as_of: String,
+    /// Whether no later scheduled run will compute this day again.
+    pub is_final: bool,
+}
 
 /// Orders to read, reports and answers to write.
 pub trait Store: Send + Sync {
@@ -68,18 +122,15 @@ pub trait Store: Send + Sync {
         start: Option<Item>,
     ) -> impl Future<Output = Result<Page, StoreError>> + Send;
 
-    /// Store `body` (JSON) as the report `id`, replacing an older one.
-    fn save_report(
-        &self,
-        id: &str,
-        body: String,
-    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+    /// Store `report`, replacing an older one of the same id.
+    fn save_report(&self, report: &Report) -> impl Future<Output = Result<(), StoreError>> + Send;
 
     /// Write `bytes` as the object `key` of the analytics bucket.
     fn put_object(
         &self,
         key: &str,
         bytes: Vec<u8>,
+        mode: PutMode,
     ) -> impl Future<Output = Result<(), ObjectError>> + Send;
 
     /// The object `key` of the analytics bucket, refused past `max_bytes`.

@@ -106,7 +106,7 @@ async fn the_daily_report_is_saved_by_day() {
     assert_eq!(body["report_id"], "daily/2026-11-03");
     let reports = store.reports();
     assert_eq!(reports.len(), 1);
-    let saved: Value = serde_json::from_str(&reports[0].1).unwrap();
+    let saved: Value = serde_json::from_str(&reports[0].body).unwrap();
     assert_eq!(saved["groups"], body["groups"]);
     assert!(body["rows"]["matched"].as_u64().unwrap() > 0);
 }
@@ -196,14 +196,15 @@ async fn stored_partials_merge_to_one_full_scan_at_any_cardinality() {
     let ref_bytes: usize = refs.iter().map(|r| r.to_string().len()).sum();
     assert!(ref_bytes < 16 * 250, "{ref_bytes} bytes of references");
     assert_eq!(refs[0]["segment"], 15);
-    assert_eq!(refs[0]["run_id"], "run-1");
     let keys: Vec<String> = store.objects().into_keys().collect();
     assert_eq!(keys.len(), 16);
-    assert_eq!(keys[0], "partials/run-1/0000000-of-16.arrow");
+    assert!(
+        keys[0].starts_with("partials/run-1/0000000-of-16-"),
+        "{}",
+        keys[0]
+    );
 
-    let merged = call(&w, json!({"operation": "merge_stored", "partials": refs}))
-        .await
-        .unwrap();
+    let merged = call(&w, merge_stored("run-1", &refs)).await.unwrap();
     assert_eq!(merged["groups"], full["groups"]);
     assert_eq!(merged["rows"], full["rows"]);
     assert!(full["groups_total"].as_u64().unwrap() > 2_000);
@@ -220,9 +221,7 @@ async fn a_stored_merge_answers_inline_only_what_fits_in_a_state() {
     );
     let query = json!({"group_by": "customer", "limit": 20_000});
     let refs = stored_fan_out(&w, &query, 4, "big").await;
-    let merged = call(&w, json!({"operation": "merge_stored", "partials": refs}))
-        .await
-        .unwrap();
+    let merged = call(&w, merge_stored("big", &refs)).await.unwrap();
     let key = merged["answer_key"]
         .as_str()
         .unwrap_or_else(|| panic!("stored: {merged}"));
@@ -232,9 +231,7 @@ async fn a_stored_merge_answers_inline_only_what_fits_in_a_state() {
     assert!(store.objects().contains_key(key));
     // A small answer stays inline.
     let refs = stored_fan_out(&w, &json!({"group_by": "currency"}), 4, "small").await;
-    let merged = call(&w, json!({"operation": "merge_stored", "partials": refs}))
-        .await
-        .unwrap();
+    let merged = call(&w, merge_stored("small", &refs)).await.unwrap();
     assert!(merged["answer_key"].is_null(), "{merged}");
     assert_eq!(merged["groups"].as_array().map(Vec::len), Some(3));
 }
@@ -244,25 +241,16 @@ async fn stored_merges_refuse_missing_mixed_or_altered_partials() {
     let (w, store) = handler(arrow::items(300, 50, 12));
     let query = json!({"group_by": "day"});
     let refs = stored_fan_out(&w, &query, 3, "a").await;
-    let other = stored_fan_out(&w, &query, 3, "b").await;
     let mut altered = refs.clone();
     altered[1]["sha256"] = json!("00");
-    let mut wrong_segment = refs.clone();
-    wrong_segment[0]["segment"] = json!(1);
     let cases = [
         (json!([]), "none given"),
         (json!([refs[0], refs[1]]), "2 partials given for 3 segments"),
-        (json!([refs[0], refs[1], other[2]]), "two runs"),
         (json!(altered), "SHA-256"),
-        (json!(wrong_segment), "not the object"),
     ];
     for (partials, expected) in cases {
-        let err = call(
-            &w,
-            json!({"operation": "merge_stored", "partials": partials}),
-        )
-        .await
-        .unwrap_err();
+        let payload = json!({"operation": "merge_stored", "run_id": "a", "partials": partials});
+        let err = call(&w, payload).await.unwrap_err();
         assert!(
             err.error_message.contains(expected),
             "{expected}: {}",
@@ -272,37 +260,116 @@ async fn stored_merges_refuse_missing_mixed_or_altered_partials() {
     }
     for payload in [
         json!({"operation": "aggregate", "query": query, "run_id": "a"}),
-        json!({"operation": "aggregate", "query": query, "segment": 0, "total_segments": 2, "run_id": "../x"}),
+        json!({"operation": "aggregate", "query": query, "segment": 0, "total_segments": 2, "run_id": "a\u{7}"}),
+        json!({"operation": "merge_stored", "partials": refs}),
     ] {
         let err = call(&w, payload.clone()).await.unwrap_err();
         assert_eq!(err.error_type, "InvalidRequest", "{payload}");
     }
-    // Objects that are gone (expired) are an S3 error, which the state machine retries.
+    // Another run's references, or objects that are gone (expired, a
+    // redrive a day later): no retry can help, and the error says what to do.
     let (fresh, _) = handler(Vec::new());
-    let err = call(
-        &fresh,
-        json!({"operation": "merge_stored", "partials": refs}),
-    )
-    .await
-    .unwrap_err();
-    assert_eq!(err.error_type, "S3Error", "{}", err.error_message);
-    assert_eq!(store.objects().len(), 6);
+    for (w, run) in [(&w, "b"), (&fresh, "a")] {
+        let err = call(w, merge_stored(run, &refs)).await.unwrap_err();
+        assert_eq!(err.error_type, "PartialMissing", "{}", err.error_message);
+        assert!(
+            err.error_message.contains("start a new execution"),
+            "{}",
+            err.error_message
+        );
+    }
+    assert_eq!(store.objects().len(), 3);
+}
+
+/// The merge request for the references `refs` of run `run`.
+fn merge_stored(run: &str, refs: &[Value]) -> Value {
+    json!({"operation": "merge_stored", "run_id": run, "partials": refs})
 }
 
 #[tokio::test]
-async fn a_merge_holding_more_groups_than_max_rows_is_refused() {
-    // 400 orders of about 330 customers; each segment reads 100 rows, within
-    // MAX_ROWS, but the merged answer would hold more than 100 groups.
-    let (w, _) = handler_with(arrow::items(400, 1_000, 13), &[("MAX_ROWS", "100")]);
-    let refs = stored_fan_out(&w, &json!({"group_by": "customer"}), 4, "r").await;
-    let err = call(&w, json!({"operation": "merge_stored", "partials": refs}))
+async fn any_execution_name_step_functions_allows_is_a_run_id() {
+    let (w, store) = handler(arrow::items(300, 50, 12));
+    let query = json!({"group_by": "currency"});
+    let full = call(&w, json!({"operation": "aggregate", "query": query}))
         .await
-        .unwrap_err();
-    assert!(
-        err.error_message.contains("more than 100 groups"),
-        "{}",
-        err.error_message
+        .unwrap();
+    for run in ["report@2026+11=a(b)", "bericht-über-注文", "../.."] {
+        let refs = stored_fan_out(&w, &query, 2, run).await;
+        let merged = call(&w, merge_stored(run, &refs)).await.unwrap();
+        assert_eq!(merged["groups"], full["groups"], "{run}");
+    }
+    for key in store.objects().into_keys() {
+        let run = key
+            .trim_start_matches("partials/")
+            .split('/')
+            .next()
+            .unwrap_or("");
+        assert!(
+            run.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"-_~".contains(&b)),
+            "{key}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn an_orphaned_attempt_never_replaces_the_partial_a_reference_names() {
+    // Step Functions retries a segment whose first attempt timed out; the
+    // retry stores its partial and the merge starts, then the first attempt,
+    // still running on a table that changed since, stores its own.
+    let (w, store) = handler(arrow::items(300, 50, 12));
+    let query = json!({"group_by": "customer"});
+    let refs = stored_fan_out(&w, &query, 2, "run").await;
+    let changed = store.with_items(arrow::items(500, 80, 13));
+    let env = [("TABLE_NAME", "orders"), ("REPORTS_TABLE", "reports")];
+    let orphan = Handler::new(changed, Config::from_env(&env).expect("config"), 2, None);
+    let _late = stored_fan_out(&orphan, &query, 2, "run").await;
+    assert_eq!(
+        store.objects().len(),
+        4,
+        "every attempt an object of its own"
     );
+    let merged = call(&w, merge_stored("run", &refs)).await.unwrap();
+    let full = call(&w, json!({"operation": "aggregate", "query": query}))
+        .await
+        .unwrap();
+    assert_eq!(merged["groups"], full["groups"]);
+}
+
+#[tokio::test]
+async fn a_merge_holds_at_most_its_byte_budget_of_partials_at_once() {
+    let env = [("TABLE_NAME", "orders"), ("REPORTS_TABLE", "reports")];
+    let mut config = Config::from_env(&env).expect("config");
+    let store = MemoryStore::new(arrow::items(3_000, 10_000, 11), 64)
+        .with_read_latency(std::time::Duration::from_millis(20));
+    let w = Handler::new(store.clone(), config.clone(), 2, None);
+    let query = json!({"group_by": "customer", "limit": 20_000});
+    let refs = stored_fan_out(&w, &query, 16, "r").await;
+    let largest = refs
+        .iter()
+        .filter_map(|r| r["bytes"].as_u64())
+        .max()
+        .unwrap_or(0);
+    let full = call(&w, json!({"operation": "aggregate", "query": query}))
+        .await
+        .unwrap();
+    // Room for two of the largest partials: two reads at once, not eight.
+    config.merge_read_bytes = usize::try_from(largest * 5 / 2).unwrap_or(usize::MAX);
+    let budgeted = Handler::new(store.clone(), config.clone(), 2, None);
+    let merged = call(&budgeted, merge_stored("r", &refs)).await.unwrap();
+    assert_eq!(merged["groups"], full["groups"]);
+    let most = store.most_bytes_read_at_once();
+    assert!(
+        most > largest && most <= largest * 5 / 2,
+        "{most} bytes read at once, budget {}",
+        config.merge_read_bytes
+    );
+    // A partial larger than the whole budget: refused before any read, with
+    // an error type the state machine does not retry.
+    config.merge_read_bytes = usize::try_from(largest - 1).unwrap_or(0);
+    let small = Handler::new(store.clone(), config, 2, None);
+    let err = call(&small, merge_stored("r", &refs)).await.unwrap_err();
+    assert_eq!(err.error_type, "MergeTooLarge", "{}", err.error_message);
 }
 
 #[tokio::test]
@@ -353,7 +420,7 @@ async fn work_past_the_deadline_fails_with_deadline_too_short() {
         json!({"operation": "aggregate", "query": query}),
         json!({"operation": "aggregate", "query": query, "segment": 0, "total_segments": 2, "run_id": "run-2"}),
         json!({"operation": "daily_report", "day": "2026-11-12"}),
-        json!({"operation": "merge_stored", "partials": refs}),
+        merge_stored("run-late", &refs),
     ] {
         let err = w
             .handle(LambdaEvent::new(payload.clone(), late.clone()))
@@ -367,4 +434,106 @@ async fn work_past_the_deadline_fails_with_deadline_too_short() {
     let bad = json!({"operation": "aggregate", "query": {"group_by": "day", "limit": 0}});
     let err = w.handle(LambdaEvent::new(bad, late)).await.unwrap_err();
     assert_eq!(err.error_type, "InvalidRequest");
+}
+
+/// The `rows.matched` of the saved report `id`, and whether it is final.
+fn saved(store: &MemoryStore, id: &str) -> (u64, bool) {
+    let report = store
+        .reports()
+        .into_iter()
+        .find(|r| r.id == id)
+        .unwrap_or_else(|| panic!("no report {id}"));
+    let body: Value = serde_json::from_str(&report.body).expect("JSON");
+    (
+        body["rows"]["matched"].as_u64().unwrap_or(0),
+        report.is_final,
+    )
+}
+
+#[tokio::test]
+async fn a_scheduled_report_takes_its_day_from_the_schedule_and_computes_late_days_again() {
+    // Orders over November 2026; the run scheduled for Nov 4, 00:15 UTC
+    // (which the clock is long past).
+    let (w, store) = handler(arrow::items(600, 10, 5));
+    let scheduled = json!({"operation": "daily_report", "scheduled_time": "2026-11-04T00:15:00Z"});
+    let body = call(&w, scheduled).await.unwrap();
+    assert_eq!(body["report_id"], "daily/2026-11-03");
+    assert_eq!(
+        body["recomputed"],
+        json!(["daily/2026-11-02", "daily/2026-11-01"])
+    );
+    assert_eq!(body["as_of"], "2026-11-04T00:15:00Z");
+    assert_eq!(body["final"], false);
+    let reports = store.reports();
+    assert_eq!(reports.len(), 3);
+    assert!(reports.iter().all(|r| r.as_of == "2026-11-04T00:15:00Z"));
+    let scheduled: Vec<_> = ["01", "02", "03"]
+        .map(|day| saved(&store, &format!("daily/2026-11-{day}")))
+        .into();
+    let finals: Vec<bool> = scheduled.iter().map(|(_, f)| *f).collect();
+    assert_eq!(
+        finals,
+        [true, false, false],
+        "Nov 1 is computed for the last time"
+    );
+    for (day, (matched, _)) in ["01", "02", "03"].into_iter().zip(scheduled) {
+        let by_hand = json!({"operation": "daily_report", "day": format!("2026-11-{day}")});
+        let by_hand = call(&w, by_hand).await.unwrap();
+        assert!(matched > 0, "{day}");
+        assert_eq!(by_hand["rows"]["matched"], matched, "{day}");
+    }
+}
+
+#[tokio::test]
+async fn an_order_stored_after_its_days_report_is_counted_by_a_later_run() {
+    let items = arrow::items(600, 10, 5);
+    let (w, store) = handler(items.clone());
+    let run = |at: &str| json!({"operation": "daily_report", "scheduled_time": at});
+    call(&w, run("2026-11-04T00:15:00Z")).await.unwrap();
+    let (before, _) = saved(&store, "daily/2026-11-03");
+    // An order created at 23:59:50 on Nov 3, stored after the report ran
+    // (its delivery retried, a backlog, a redrive).
+    let ms = arrow::START_MS + 3 * arrow::DAY_MS - 10_000;
+    let mut late = arrow::order_item("cust-late", "EUR", ms, 1_234, 1);
+    let id = "ord-late-1";
+    let shard = shared::orders::day_shard(id, ms).expect("a day");
+    late.insert(
+        "day_shard".into(),
+        aws_sdk_dynamodb::types::AttributeValue::S(shard),
+    );
+    late.insert(
+        "order_id".into(),
+        aws_sdk_dynamodb::types::AttributeValue::S(id.into()),
+    );
+    let mut stored_late = items;
+    stored_late.push(late);
+    let env = [("TABLE_NAME", "orders"), ("REPORTS_TABLE", "reports")];
+    let later = Handler::new(
+        store.with_items(stored_late),
+        Config::from_env(&env).expect("config"),
+        2,
+        None,
+    );
+    call(&later, run("2026-11-05T00:15:00Z")).await.unwrap();
+    assert_eq!(saved(&store, "daily/2026-11-03"), (before + 1, false));
+    call(&later, run("2026-11-06T00:15:00Z")).await.unwrap();
+    assert_eq!(saved(&store, "daily/2026-11-03"), (before + 1, true));
+}
+
+#[tokio::test]
+async fn a_day_of_more_orders_than_max_rows_is_reported_page_by_page() {
+    // About 20 orders a day, MAX_ROWS 5: a scan of them is refused, the
+    // report (memory by groups, not rows) is not.
+    let (w, store) = handler_with(arrow::items(600, 10, 5), &[("MAX_ROWS", "5")]);
+    let body = call(
+        &w,
+        json!({"operation": "daily_report", "day": "2026-11-03"}),
+    )
+    .await
+    .unwrap();
+    let matched = body["rows"]["matched"].as_u64().unwrap_or(0);
+    assert!(matched > 5, "{matched}");
+    assert_eq!(saved(&store, "daily/2026-11-03").0, matched);
+    let scan = json!({"operation": "aggregate", "query": {"group_by": "currency"}});
+    assert_eq!(call(&w, scan).await.unwrap_err().error_type, "TooManyRows");
 }

@@ -19,10 +19,17 @@ async fn every_segment_is_read_once_and_malformed_items_are_counted() {
     let mut items = arrow::items(50, 7, 3);
     items.push(HashMap::new());
     let store = MemoryStore::new(items, 8);
-    let scanned = scan(&store, Source::segments(4), GroupBy::Customer, 1_000, far())
-        .await
-        .unwrap();
-    let rows: usize = scanned.batches.iter().map(|b| b.num_rows()).sum();
+    let scanned = scan(
+        &store,
+        Source::segments(4),
+        GroupBy::Customer,
+        Some(1_000),
+        far(),
+        Vec::new,
+    )
+    .await
+    .unwrap();
+    let rows: usize = scanned.collected.iter().map(|b| b.num_rows()).sum();
     assert_eq!(rows, 50);
     assert_eq!(scanned.rows.scanned, 51);
     assert_eq!(scanned.rows.skipped.missing_field, 1);
@@ -32,8 +39,15 @@ async fn every_segment_is_read_once_and_malformed_items_are_counted() {
 #[tokio::test]
 async fn too_many_rows_is_a_clear_error() {
     let store = MemoryStore::new(arrow::items(50, 7, 3), 8);
-    let err = scan(&store, Source::segments(1), GroupBy::Day, 20, far())
-        .await
-        .unwrap_err();
+    let err = scan(
+        &store,
+        Source::segments(1),
+        GroupBy::Day,
+        Some(20),
+        far(),
+        Vec::new,
+    )
+    .await
+    .unwrap_err();
     assert!(err.to_string().contains("more than 20 rows"), "{err}");
 }

@@ -8,7 +8,10 @@
 //! e.g. `schema`), [`attr::FAILURE_REASON`] (the logged reason, at most
 //! [`MAX_REASON_CHARS`]: never the body) and [`attr::SOURCE_MESSAGE_ID`]. From
 //! a FIFO queue it keeps its message group, and its message id is the
-//! deduplication id, so a send repeated after a lost answer is dropped by SQS.
+//! deduplication id, so a send repeated after a lost answer is dropped by SQS
+//! (within its 5-minute deduplication window). On a standard queue the repeat
+//! arrives: the letter is the same, and a consumer drops it by
+//! [`attr::SOURCE_MESSAGE_ID`].
 //! A record that cannot be made into a dead letter ([`Unsendable`]) is
 //! reported failed instead, and SQS's redrive policy moves it.
 
@@ -30,7 +33,8 @@ pub mod attr {
     pub const FAILURE_CLASS: &str = "FailureClass";
     /// Why the record failed, as logged (never the body).
     pub const FAILURE_REASON: &str = "FailureReason";
-    /// The message id the record had in the order queue.
+    /// The message id the record had in the order queue: the same in every
+    /// send of the record's letter, so a consumer can drop repeats by it.
     pub const SOURCE_MESSAGE_ID: &str = "SourceMessageId";
 }
 

@@ -1,5 +1,6 @@
 //! The DynamoDB implementation of [`OrderStore`]: one conditional `PutItem` per
-//! order, and nothing else.
+//! order, and nothing else (but the `GetItem` that opens connections at init,
+//! [`DynamoStore::answers`]).
 //!
 //! The condition `attribute_not_exists(order_id)` makes the write idempotent
 //! across containers: a second delivery of the same order writes nothing, and
@@ -8,8 +9,11 @@
 //! (`ReturnValuesOnConditionCheckFailure=ALL_OLD`) in the same response, so
 //! telling "same order again" from "conflicting order" costs no second request.
 //! The stored item's `hash_version` says which canonical form its
-//! `content_hash` was computed from (see `order::content_hash`); an item of a
-//! version this code does not know is a conflict, never overwritten.
+//! `content_hash` was computed from (see `order::content_hash`). An item of a
+//! version newer than this code knows was stored by a newer release (this one
+//! runs after a rollback): it cannot say "same order" or "conflict", so it
+//! answers [`PutOutcome::NewerVersion`] and leaves the record to that release.
+//! Either way the item is never overwritten.
 //!
 //! A write whose attempt was cut off (`retry.rs`) may have been applied
 //! anyway: the retry then finds the item with the same hash, "already stored".
@@ -27,6 +31,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Attribute names of an order item (the Arrow worker reads the same names).
 pub use shared::orders::attr;
+
+/// The `order_id` that [`DynamoStore::answers`] reads. No order has it, so
+/// reading it reads nothing: `#` is not among the characters an order's id
+/// may hold (`A-Z a-z 0-9 - _ . :`, checked by `order::validate`).
+/// template.yaml's `OrderProcessorRole` allows `GetItem` of this key alone:
+/// change both together (a denied read still opens the connection).
+pub const CONNECTION_CHECK_ID: &str = "#connection-check";
 
 /// Orders in one DynamoDB table.
 #[derive(Debug)]
@@ -46,9 +57,36 @@ impl DynamoStore {
         }
     }
 
-    /// Requests sent to DynamoDB so far (every attempt counts).
+    /// Order writes sent to DynamoDB so far (every attempt counts; not the
+    /// connection checks of [`answers`](Self::answers)).
     pub fn requests(&self) -> u64 {
         self.requests.load(Ordering::Relaxed)
+    }
+
+    /// Read [`CONNECTION_CHECK_ID`], its key alone: opens a connection during
+    /// init (`shared::connections`). A data-plane read that can change
+    /// nothing. Not `DescribeTable`: DynamoDB throttles its control plane
+    /// account-wide (2,500 requests a second), and `main.rs` makes one call
+    /// per connection, `WRITE_CONCURRENCY` of them (at most 64, `config.rs`)
+    /// per cold start, so a scale-out of many environments would be
+    /// throttled. Every environment reads the same key: DynamoDB throttles
+    /// reads apart from writes, so at worst these reads are throttled (an
+    /// answer all the same), never the orders' writes. `true` if DynamoDB
+    /// answered, even with an error.
+    pub async fn answers(&self) -> bool {
+        let answer = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .key(
+                attr::ORDER_ID,
+                AttributeValue::S(CONNECTION_CHECK_ID.to_owned()),
+            )
+            .projection_expression("#id")
+            .expression_attribute_names("#id", attr::ORDER_ID)
+            .send()
+            .await;
+        answer.map_or_else(|e| e.raw_response().is_some(), |_| true)
     }
 }
 
@@ -133,10 +171,7 @@ fn classify(
         }
     };
     match &service {
-        PutItemError::ConditionalCheckFailedException(e) => Ok(match e.item() {
-            Some(item) if is_stored_as(item, order) => PutOutcome::AlreadyStored,
-            _ => PutOutcome::Conflict,
-        }),
+        PutItemError::ConditionalCheckFailedException(e) => Ok(found(e.item(), order)),
         PutItemError::ProvisionedThroughputExceededException(_)
         | PutItemError::RequestLimitExceeded(_)
         | PutItemError::ThrottlingException(_)
@@ -153,17 +188,32 @@ fn classify(
     }
 }
 
-/// Whether the stored `item` is `order`: same content hash, in the item's
-/// `hash_version` (absent: 0, the first release's).
-fn is_stored_as(item: &HashMap<String, AttributeValue>, order: &ValidOrder) -> bool {
-    let Some(hash) = item.get(attr::CONTENT_HASH).and_then(|v| v.as_s().ok()) else {
-        return false;
+/// What the write found stored under `order`'s id (`item`, returned with the
+/// failed condition). The same order: same content hash, in the item's
+/// `hash_version` (absent: 0, the first release's). A version newer than this
+/// code knows: [`PutOutcome::NewerVersion`], whatever else the item holds
+/// (that release may store it differently). Anything else, a garbled version
+/// or no hash included, is a conflict.
+fn found(item: Option<&HashMap<String, AttributeValue>>, order: &ValidOrder) -> PutOutcome {
+    let Some(item) = item else {
+        return PutOutcome::Conflict;
     };
     let version = match item.get(attr::HASH_VERSION) {
         None => Some(0),
-        Some(v) => v.as_n().ok().and_then(|n| n.parse::<u32>().ok()),
+        Some(v) => v.as_n().ok().and_then(|n| n.parse::<u64>().ok()),
     };
-    version.is_some_and(|version| order.is_stored_as(hash, version))
+    let hash = item.get(attr::CONTENT_HASH).and_then(|v| v.as_s().ok());
+    match (version, hash) {
+        (Some(version), _) if version > u64::from(HASH_VERSION) => {
+            PutOutcome::NewerVersion(version)
+        }
+        (Some(version), Some(hash))
+            if u32::try_from(version).is_ok_and(|v| order.is_stored_as(hash, v)) =>
+        {
+            PutOutcome::AlreadyStored
+        }
+        _ => PutOutcome::Conflict,
+    }
 }
 
 fn describe(e: &PutItemError) -> String {
@@ -196,7 +246,7 @@ mod tests {
             item.get(attr::HASH_VERSION),
             Some(&AttributeValue::N(HASH_VERSION.to_string()))
         );
-        assert!(is_stored_as(&item, &order));
+        assert_eq!(found(Some(&item), &order), PutOutcome::AlreadyStored);
     }
 
     #[test]
@@ -215,6 +265,10 @@ mod tests {
     fn a_stored_item_is_compared_in_its_own_version() {
         let order = sample();
         let v0 = content_hash::hash(&order.order, order.created_at_ms, 0).expect("version 0");
+        assert_eq!(
+            found(Some(&item(&order)), &order),
+            PutOutcome::AlreadyStored
+        );
         // Written by the first release: no hash_version, the version 0 hash.
         let mut first_release = item(&order);
         first_release.remove(attr::HASH_VERSION);
@@ -222,25 +276,65 @@ mod tests {
             attr::CONTENT_HASH.into(),
             AttributeValue::S(hex::encode(v0)),
         );
-        assert!(is_stored_as(&first_release, &order));
-        // Another order under the same id, in either version: a conflict.
-        let mut other = order.clone();
-        other.order.customer_id = "c-2".into();
-        let other = crate::order::validate(other.order).expect("valid");
-        assert!(!is_stored_as(&first_release, &other));
-        assert!(!is_stored_as(&item(&order), &other));
-        // A version this release does not know, or no hash: never "the same".
-        let mut newer = item(&order);
-        newer.insert(
-            attr::HASH_VERSION.into(),
-            AttributeValue::N((HASH_VERSION + 1).to_string()),
+        assert_eq!(
+            found(Some(&first_release), &order),
+            PutOutcome::AlreadyStored
         );
-        assert!(!is_stored_as(&newer, &order));
+        // Another order under the same id, in either version: a conflict.
+        let other = other_customer(&order);
+        assert_eq!(found(Some(&first_release), &other), PutOutcome::Conflict);
+        assert_eq!(found(Some(&item(&order)), &other), PutOutcome::Conflict);
+        // A garbled version, no hash, no item: never "the same".
         let mut garbled = item(&order);
         garbled.insert(attr::HASH_VERSION.into(), AttributeValue::S("1".into()));
-        assert!(!is_stored_as(&garbled, &order));
+        assert_eq!(found(Some(&garbled), &order), PutOutcome::Conflict);
+        garbled.insert(attr::HASH_VERSION.into(), AttributeValue::N("-1".into()));
+        assert_eq!(found(Some(&garbled), &order), PutOutcome::Conflict);
         let mut no_hash = item(&order);
         no_hash.remove(attr::CONTENT_HASH);
-        assert!(!is_stored_as(&no_hash, &order));
+        assert_eq!(found(Some(&no_hash), &order), PutOutcome::Conflict);
+        assert_eq!(found(None, &order), PutOutcome::Conflict);
+    }
+
+    #[test]
+    fn an_item_of_a_newer_version_is_left_to_its_release() {
+        let order = sample();
+        let newer = u64::from(HASH_VERSION) + 1;
+        for stored in [&order, &other_customer(&order)] {
+            let mut item = item(stored);
+            item.insert(
+                attr::HASH_VERSION.into(),
+                AttributeValue::N(newer.to_string()),
+            );
+            assert_eq!(found(Some(&item), &order), PutOutcome::NewerVersion(newer));
+            // That release may store its hash differently, or not at all.
+            item.remove(attr::CONTENT_HASH);
+            assert_eq!(found(Some(&item), &order), PutOutcome::NewerVersion(newer));
+        }
+        let mut far = item(&order);
+        far.insert(
+            attr::HASH_VERSION.into(),
+            AttributeValue::N(u64::MAX.to_string()),
+        );
+        assert_eq!(
+            found(Some(&far), &order),
+            PutOutcome::NewerVersion(u64::MAX)
+        );
+    }
+
+    fn other_customer(order: &ValidOrder) -> ValidOrder {
+        let mut other = order.order.clone();
+        other.customer_id = "c-2".into();
+        crate::order::validate(other).expect("valid")
+    }
+
+    #[test]
+    fn the_connection_check_key_is_never_an_order_id() {
+        let body = format!(
+            r#"{{"order_id":"{CONNECTION_CHECK_ID}","customer_id":"c-1","items":[{{"sku":"A","quantity":1,"unit_price_cents":1}}],"total_cents":1,"currency":"EUR","created_at":"2026-11-20T09:15:00Z"}}"#
+        );
+        let invalid = parse(&body).expect_err("not an order id");
+        assert_eq!(invalid.class(), "schema");
+        assert!(invalid.to_string().contains("order_id"), "{invalid}");
     }
 }

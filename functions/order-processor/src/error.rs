@@ -57,12 +57,18 @@ pub enum RecordFailure {
     /// An earlier record of the same FIFO message group failed.
     #[error("an earlier message of its FIFO group failed")]
     Blocked,
+    /// The order under this `order_id` was stored by a newer release, in a
+    /// `hash_version` this one does not know: left for that release to
+    /// compare once it runs again.
+    #[error("stored by a newer release in hash_version {0}, which this release cannot compare")]
+    NewerHashVersion(u64),
 }
 
 impl RecordFailure {
     /// Whether no later delivery can succeed (an invalid order, a conflict):
     /// such a record goes to the dead-letter queue at once. The others
-    /// (store, timeout, panic, blocked) may succeed when delivered again.
+    /// (store, timeout, panic, blocked, an order of a newer release) may
+    /// succeed when delivered again.
     pub fn is_permanent(&self) -> bool {
         matches!(self, RecordFailure::Invalid(_) | RecordFailure::Conflict)
     }
@@ -76,6 +82,7 @@ impl RecordFailure {
             RecordFailure::Timeout => "timeout",
             RecordFailure::Panic(_) => "panic",
             RecordFailure::Blocked => "fifo_blocked",
+            RecordFailure::NewerHashVersion(_) => "unknown_hash_version",
         }
     }
 }
@@ -129,6 +136,11 @@ mod tests {
                 RecordFailure::Blocked,
                 "fifo_blocked",
                 "an earlier message of its FIFO group failed",
+            ),
+            (
+                RecordFailure::NewerHashVersion(2),
+                "unknown_hash_version",
+                "stored by a newer release in hash_version 2, which this release cannot compare",
             ),
         ];
         for (failure, class, message) in cases {

@@ -11,9 +11,18 @@
 //! attributes (`dead_letter.rs`), and acknowledged once the send succeeded.
 //! Only if the send is impossible or fails (retried like a store write, fewer
 //! times, within the deadline) is the record reported failed, so SQS delivers
-//! it again and its redrive policy remains the fallback: never lost. Everything
-//! else, store errors, the deadline, a panic, is reported failed as well, since
-//! a later delivery may succeed. Standard and FIFO queues alike: the reason
+//! it again and its redrive policy remains the fallback: never lost. A send
+//! whose answer is lost (cut off by the attempt timeout or the deadline) may
+//! have reached the queue all the same; its record is reported failed too.
+//! Every send of a record's dead letter is the same letter, with the
+//! record's `messageId` as `SourceMessageId` and, from a FIFO queue, as
+//! deduplication id: SQS drops the repeat (FIFO, within its 5-minute
+//! deduplication window), a consumer can (standard).
+//!
+//! Everything else, store errors, the deadline, a panic, an order stored by
+//! a newer release (a `hash_version` this one does not know, after a
+//! rollback), is reported failed as well, since a later delivery may
+//! succeed. Standard and FIFO queues alike: the reason
 //! travels with the message, and no delivery is spent on a record that cannot
 //! succeed (SQS would redeliver it `maxReceiveCount` times, a visibility
 //! timeout apart). On a FIFO queue this also keeps a bad message from holding
@@ -29,7 +38,10 @@
 //!
 //! The batch must be answered by the invocation's [`Deadline`] (the shared
 //! rule); the retries of `retry.rs` stop there too, and a record not stored (or
-//! dead-lettered) by then fails as `timeout`.
+//! dead-lettered) by then fails as `timeout`. A lane keeps each record's
+//! outcome as soon as it has it, so a lane the deadline cuts off keeps the
+//! records it finished: one already stored or in the dead-letter queue stays
+//! acknowledged (reported failed, a dead-lettered one would be sent again).
 //!
 //! CPU work on the tokio thread: the one exception to "CPU-bound work runs on
 //! the Rayon pool" in this function is per record, on the lane's task: parsing
@@ -56,6 +68,8 @@ use lambda_runtime::LambdaEvent;
 use shared::invocation::Deadline;
 use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Mutex, PoisonError};
 use tokio::time::Instant;
 
 /// What happened to one record.
@@ -201,18 +215,20 @@ impl<S: OrderStore, D: DeadLetters> Handler<S, D> {
         // The retries and the lanes wait on tokio's timers (paused in tests).
         let deadline = Instant::from_std(deadline.instant());
         let (fifo, lanes) = lanes(records);
-        let mut outcomes: Vec<Option<Outcome>> = vec![None; records.len()];
+        // Filled in by the lanes record by record: what a lane finished before
+        // the deadline cut it off is kept.
+        let finished: Mutex<Vec<Option<Outcome>>> = Mutex::new(vec![None; records.len()]);
         let mut running = futures::stream::iter(
             lanes
                 .into_iter()
-                .map(|lane| self.run_lane(records, lane, fifo, deadline)),
+                .map(|lane| self.run_lane(records, lane, fifo, deadline, &finished)),
         )
         .buffer_unordered(self.write_concurrency);
-        while let Ok(Some(finished)) = tokio::time::timeout_at(deadline, running.next()).await {
-            for (index, outcome) in finished {
-                outcomes[index] = Some(outcome);
-            }
-        }
+        while let Ok(Some(())) = tokio::time::timeout_at(deadline, running.next()).await {}
+        drop(running);
+        let outcomes = finished
+            .into_inner()
+            .unwrap_or_else(PoisonError::into_inner);
         Ok(BatchReport {
             outcomes: records
                 .iter()
@@ -227,16 +243,17 @@ impl<S: OrderStore, D: DeadLetters> Handler<S, D> {
         })
     }
 
-    /// Records of one lane, in order; in FIFO mode the first record reported
-    /// failed blocks the rest.
+    /// Records of one lane, in order, each outcome put in `finished` as soon
+    /// as it is known; in FIFO mode the first record reported failed blocks
+    /// the rest.
     async fn run_lane(
         &self,
         records: &[SqsMessage],
         lane: Vec<usize>,
         fifo: bool,
         deadline: Instant,
-    ) -> Vec<(usize, Outcome)> {
-        let mut finished = Vec::with_capacity(lane.len());
+        finished: &Mutex<Vec<Option<Outcome>>>,
+    ) {
         let mut blocked = false;
         for index in lane {
             let outcome = if blocked {
@@ -251,9 +268,9 @@ impl<S: OrderStore, D: DeadLetters> Handler<S, D> {
                     })
             };
             blocked = fifo && matches!(outcome, Outcome::Failed(_));
-            finished.push((index, outcome));
+            // Never contended: the lanes run on one task, between awaits.
+            finished.lock().unwrap_or_else(PoisonError::into_inner)[index] = Some(outcome);
         }
-        finished
     }
 
     async fn process_one(&self, record: &SqsMessage, fifo: bool, deadline: Instant) -> Outcome {
@@ -282,21 +299,33 @@ impl<S: OrderStore, D: DeadLetters> Handler<S, D> {
                 return Outcome::Failed(failure);
             }
         };
-        match self
+        // Attempts made and answered: one cut off before its answer may have
+        // reached the queue all the same.
+        let (made, answered) = (AtomicU32::new(0), AtomicU32::new(0));
+        let sent = self
             .dead_letter_backoff
-            .run(deadline, || self.dead_letters.send(&letter))
-            .await
-        {
+            .run(deadline, || {
+                made.fetch_add(1, Ordering::Relaxed);
+                async {
+                    let answer = self.dead_letters.send(&letter).await;
+                    answered.fetch_add(1, Ordering::Relaxed);
+                    answer
+                }
+            })
+            .await;
+        match sent {
             Ok(()) => Outcome::DeadLettered(failure),
             Err(gave_up) => {
                 let reason = match gave_up {
                     GaveUp::Failed(e) => e.message,
                     GaveUp::Deadline(_) => "the invocation's deadline came first".to_owned(),
                 };
+                let perhaps_sent = made.into_inner() > answered.into_inner();
                 tracing::warn!(
                     message_id,
                     reason,
-                    "dead-letter send failed: reported failed"
+                    perhaps_sent,
+                    "dead-letter send failed: reported failed (a repeat is the same letter)"
                 );
                 Outcome::Failed(failure)
             }
@@ -321,6 +350,11 @@ impl<S: OrderStore, D: DeadLetters> Handler<S, D> {
                 Ok(PutOutcome::Written) => Outcome::Stored,
                 Ok(PutOutcome::AlreadyStored) => Outcome::AlreadyStored,
                 Ok(PutOutcome::Conflict) => Outcome::Failed(RecordFailure::Conflict),
+                // Not permanent: SQS delivers it again, for the newer release
+                // (the log line of the failure names the version).
+                Ok(PutOutcome::NewerVersion(version)) => {
+                    Outcome::Failed(RecordFailure::NewerHashVersion(version))
+                }
                 Err(GaveUp::Failed(e)) => Outcome::Failed(RecordFailure::Store(e.message)),
                 Err(GaveUp::Deadline(_)) => Outcome::Failed(RecordFailure::Timeout),
             }

@@ -19,23 +19,18 @@ async fn main() -> Result<(), lambda_runtime::Error> {
     // invocation's deadline, so a record still not stored (or dead-lettered)
     // is reported failed in time for SQS to deliver it again; the SDK's own
     // retries know no deadline and would multiply the attempts, so they are
-    // off. The connections a batch writes on (`WRITE_CONCURRENCY` at once)
-    // are opened now, during init; dead letters are rare: SQS's is not.
+    // off. The connections a batch writes on (`WRITE_CONCURRENCY` at once, at
+    // most 64) are opened now, during init, by as many reads of a key no
+    // order has (`DynamoStore::answers`: data plane, never `DescribeTable`);
+    // dead letters are rare: SQS's is not.
     let sdk = shared::aws::config_loader()
         .retry_config(RetryConfig::disabled())
         .load()
         .await;
-    let dynamodb = aws_sdk_dynamodb::Client::new(&sdk);
+    let store = DynamoStore::new(aws_sdk_dynamodb::Client::new(&sdk), &config.table_name);
     if shared::aws::opens_connections(&init, &sdk) {
-        let table = config.table_name.as_str();
-        shared::connections::open("DynamoDB", config.write_concurrency, || async {
-            // An error answer (access denied) opened the connection too.
-            let answer = dynamodb.describe_table().table_name(table).send().await;
-            answer.map_or_else(|e| e.raw_response().is_some(), |_| true)
-        })
-        .await;
+        shared::connections::open("DynamoDB", config.write_concurrency, || store.answers()).await;
     }
-    let store = DynamoStore::new(dynamodb, &config.table_name);
     let dead_letters = SqsDeadLetters::new(
         aws_sdk_sqs::Client::new(&sdk),
         &config.dead_letter_queue_url,

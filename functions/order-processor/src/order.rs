@@ -74,7 +74,8 @@ impl ValidOrder {
     /// Whether a stored item with content hash `stored_hex`, computed in
     /// `version`, is this order. `false` for a version this code does not
     /// know (a newer release stored it): not provably the same order, so
-    /// never acknowledged as stored.
+    /// never acknowledged as stored (`dynamodb.rs` tells such an item apart
+    /// first, and leaves its record to that release).
     pub fn is_stored_as(&self, stored_hex: &str, version: u32) -> bool {
         let hash = if version == content_hash::HASH_VERSION {
             Some(self.content_hash)

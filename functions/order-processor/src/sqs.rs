@@ -87,7 +87,8 @@ fn classify(
             }
         }
         // The request may not have arrived; a repeat is deduplicated (FIFO)
-        // or at worst a second copy of a dead letter (standard).
+        // or at worst a second copy of a dead letter, with the same
+        // SourceMessageId (standard).
         SdkError::TimeoutError(_) | SdkError::DispatchFailure(_) | SdkError::ResponseError(_) => {
             StoreError::transient(format!("SQS unreachable: {}", ErrorChain(&err)))
         }

@@ -14,6 +14,11 @@ pub enum PutOutcome {
     AlreadyStored,
     /// A different order is stored under this `order_id`: nothing written.
     Conflict,
+    /// An order is stored under this `order_id` in a `hash_version` newer
+    /// than this code knows (a newer release stored it and was rolled back):
+    /// only that release can tell whether it is the same order. Nothing
+    /// written.
+    NewerVersion(u64),
 }
 
 /// A write that did not happen: of an order, or of a dead letter

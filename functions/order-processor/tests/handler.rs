@@ -7,7 +7,7 @@
 use aws_lambda_events::sqs::{SqsBatchResponse, SqsEvent, SqsMessage};
 use lambda_runtime::{Diagnostic, LambdaEvent};
 use order_processor::config::Config;
-use order_processor::dead_letter::{Fifo, attr};
+use order_processor::dead_letter::{DeadLetter, DeadLetters, Fifo, attr};
 use order_processor::error::Error;
 use order_processor::handler::{BatchReport, Handler, Outcome};
 use order_processor::store::StoreError;
@@ -430,5 +430,124 @@ async fn handle_answers_lambda_with_the_failures() {
             .await
             .expect("response");
         assert_eq!(failed_ids(response), expected);
+    }
+}
+
+/// A dead-letter queue that takes every letter and answers `late` after the
+/// send (tokio's clock moved on by that much, as by a slow answer).
+struct LateAnswers {
+    queue: MemoryDeadLetters,
+    late: Duration,
+}
+
+impl DeadLetters for LateAnswers {
+    async fn send(&self, letter: &DeadLetter) -> Result<(), StoreError> {
+        tokio::time::advance(self.late).await;
+        self.queue.send(letter).await
+    }
+}
+
+/// A dead-letter queue that takes every letter and never answers: the sender
+/// cannot tell whether the letter arrived.
+struct LostAnswers(MemoryDeadLetters);
+
+impl DeadLetters for LostAnswers {
+    async fn send(&self, letter: &DeadLetter) -> Result<(), StoreError> {
+        self.0.send(letter).await?;
+        std::future::pending().await
+    }
+}
+
+/// A record in the dead-letter queue stays acknowledged when the deadline
+/// cuts its FIFO group off after it: only the records not finished by then
+/// are reported failed.
+#[tokio::test(start_paused = true)]
+async fn fifo_a_dead_lettered_record_stays_acknowledged_when_its_group_runs_out_of_time() {
+    let deadline = Instant::now() + Duration::from_millis(500);
+    // The dead-letter queue answers OK half a millisecond after the deadline.
+    // tokio's timers tick in whole milliseconds: when the group goes on to
+    // a2, the batch's deadline has fired and the timer of a2's write (due at
+    // that instant) has not, so the batch stops first. On Lambda which of
+    // the two fires first is a race.
+    let late = Duration::from_micros(500_500);
+    let h = Handler::new(
+        MemoryOrders::new().hang_first(usize::MAX),
+        LateAnswers {
+            queue: MemoryDeadLetters::new(),
+            late,
+        },
+        &config(),
+    );
+    let records = [
+        record("a1", Some("bad".into()), Some("A")),
+        record("a2", Some(order_body("o-a2", "c")), Some("A")),
+        record("a3", Some(order_body("o-a3", "c")), Some("A")),
+    ];
+    let report = h
+        .process(&records, Deadline::at(deadline.into_std()))
+        .await
+        .expect("report");
+    assert_eq!(h.dead_letters().queue.sent().len(), 1);
+    assert_eq!(
+        dead_letter_class(&report, "a1"),
+        Some("invalid_json"),
+        "{report:?}"
+    );
+    assert_eq!(failed_ids(report.response()), ["a2", "a3"]);
+}
+
+/// A dead letter whose answer is lost (it may or may not have arrived) leaves
+/// its record reported failed, so SQS delivers it again. Every send of it,
+/// then and on the next delivery, is the same letter: the same
+/// `SourceMessageId`, and from a FIFO queue the same deduplication id, so
+/// SQS (FIFO) or a consumer (standard) can drop the repeats.
+#[tokio::test(start_paused = true)]
+async fn a_dead_letter_whose_answer_is_lost_is_reported_failed_and_sent_again_alike() {
+    let fifo = [
+        record("a1", Some("bad".into()), Some("A")),
+        record("a2", Some(order_body("o-a2", "c")), Some("A")),
+    ];
+    let standard = [record("m1", Some("bad".into()), None)];
+    let lost = Handler::new(
+        MemoryOrders::new(),
+        LostAnswers(MemoryDeadLetters::new()),
+        &config(),
+    );
+    let report = lost.process(&fifo, soon()).await.expect("report");
+    assert_eq!(class_of(&report, "a1"), Some("invalid_json"));
+    assert_eq!(failed_ids(report.response()), ["a1", "a2"]);
+    let report = lost.process(&standard, soon()).await.expect("report");
+    assert_eq!(failed_ids(report.response()), ["m1"]);
+    // Every attempt was cut off, perhaps after SQS took the letter.
+    let sent = lost.dead_letters().0.sent();
+    assert_eq!(sent.len(), 6, "three attempts each");
+    // SQS delivers both again, and this time the answers come.
+    let answered = handler(MemoryOrders::new());
+    for batch in [&fifo[..], &standard[..]] {
+        let report = answered.process(batch, soon()).await.expect("report");
+        assert!(
+            report.response().batch_item_failures.is_empty(),
+            "{report:?}"
+        );
+    }
+    let again = answered.dead_letters().sent();
+    let [a1, m1] = again.as_slice() else {
+        panic!("two dead letters: {again:?}");
+    };
+    assert_eq!(
+        a1.fifo,
+        Some(Fifo {
+            group_id: "A".into(),
+            deduplication_id: "a1".into()
+        })
+    );
+    assert_eq!(a1.attribute(attr::SOURCE_MESSAGE_ID), Some("a1"));
+    assert_eq!(m1.attribute(attr::SOURCE_MESSAGE_ID), Some("m1"));
+    assert_eq!(m1.fifo, None);
+    for letter in &sent {
+        assert!(
+            letter == a1 || letter == m1,
+            "a different letter: {letter:?}"
+        );
     }
 }

@@ -479,6 +479,58 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn duplicate_keys_are_refused_by_both_entry_points() {
+        let h = handler();
+        let raw = |text: String| {
+            let raw = RawValue::from_string(text).expect("one JSON value");
+            LambdaEvent::new(raw, lambda_runtime::Context::default())
+        };
+        let leaks = |text: &str| text.contains("first-secret") || text.contains("second-secret");
+        // Direct invoke: a function error.
+        let err = h
+            .handle(raw(r#"{"operation":"hash","cost":4,"passwords":["first-secret-1"],"passwords":["second-secret-2"]}"#.to_owned()))
+            .await
+            .expect_err("duplicate passwords");
+        assert_eq!(err.error_type, "InvalidRequest");
+        assert!(
+            err.error_message
+                .starts_with("duplicate field \"passwords\""),
+            "{}",
+            err.error_message
+        );
+        assert!(
+            !leaks(&err.error_message) && !leaks(&format!("{err:?}")),
+            "{err:?}"
+        );
+        // Function URL: an HTTP 400, whether the duplicate is in the body (a
+        // verify pair's) or in the event around it.
+        let body = r#"{"operation":"verify","items":[{"password":"first-secret-1","hash":"x","password":"second-secret-2"}]}"#;
+        let url =
+            json!({"version": "2.0", "requestContext": {"http": {"method": "POST"}}, "body": body});
+        let answer = h.handle(event(&url)).await.expect("an HTTP answer");
+        assert_eq!(answer["statusCode"], 400, "{answer}");
+        let refusal: Value =
+            serde_json::from_str(answer["body"].as_str().expect("body")).expect("json");
+        assert_eq!(refusal["errorType"], "InvalidRequest");
+        let message = refusal["error"].as_str().expect("error");
+        assert!(
+            message.starts_with("duplicate field \"password\""),
+            "{message}"
+        );
+        assert!(!leaks(&answer.to_string()), "{answer}");
+        let text = url.to_string();
+        let twice = format!(r#"{},"body":{}}}"#, &text[..text.len() - 1], json!(body));
+        let err = h.handle(raw(twice)).await.expect_err("duplicate body");
+        assert_eq!(err.error_type, "InvalidRequest");
+        assert!(
+            err.error_message.starts_with("duplicate field \"body\""),
+            "{}",
+            err.error_message
+        );
+        assert!(!leaks(&err.error_message), "{}", err.error_message);
+    }
+
+    #[tokio::test]
     async fn function_url_events_are_told_apart_after_the_one_parse() {
         let url = json!({"version": "2.0", "requestContext": {"http": {"method": "POST"}},
                          "body": r#"{"operation":"hash","cost":4,"passwords":["pw"]}"#});

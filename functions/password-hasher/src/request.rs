@@ -17,6 +17,12 @@
 //! and on refusal alike. The README's "Secrets" lists the copies this cannot
 //! reach.
 //!
+//! A key that appears twice in one object, at any depth, refuses the request
+//! while it is parsed, before the second value is read: `serde_json`'s own
+//! value would keep the last one and free the first (maybe a password)
+//! unwiped. The error names the key only if it is one of this API's field
+//! names. Whatever was parsed before any error is wiped.
+//!
 //! A request whose shape is wrong (a missing or unknown field, a value of the
 //! wrong type) is refused whole. So is a `hash` request with one password
 //! that breaks the password rule ([`check_password`]): its hashes are stored
@@ -30,8 +36,10 @@
 use crate::config::Config;
 use crate::secret::{Secret, wipe_json};
 use base64::Engine;
+use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
-use serde_json::{Map, Value};
+use serde_json::{Map, Number, Value};
+use std::cell::Cell;
 use std::fmt;
 use zeroize::Zeroizing;
 
@@ -139,12 +147,20 @@ fn invalid(message: impl Into<String>) -> Invalid {
     Invalid(message.into())
 }
 
-/// JSON that came from outside: wiped when dropped, whatever is left in it.
-struct Incoming(Value);
+/// JSON that came from outside, a whole value or an array or object still
+/// being parsed: wiped when dropped, whatever is left in it.
+struct Incoming<T = Value>(T)
+where
+    T: Default,
+    Value: From<T>;
 
-impl Drop for Incoming {
+impl<T> Drop for Incoming<T>
+where
+    T: Default,
+    Value: From<T>,
+{
     fn drop(&mut self) {
-        wipe_json(self.0.take());
+        wipe_json(Value::from(std::mem::take(&mut self.0)));
     }
 }
 
@@ -171,15 +187,134 @@ pub fn parse(body: &[u8], limits: &Config) -> Result<Request, Invalid> {
     from_value(json(body)?, limits)
 }
 
-/// JSON bytes into a value. A syntax error names a position, never the text.
+/// JSON bytes into a value, refusing a key that appears twice in one object
+/// ([`Unique`]). A syntax error names a position, never the text; a duplicate
+/// key is named only when it is one of [`FIELD_NAMES`], and with no position
+/// (the runtime's text of a payload leaves out the whitespace around it, and
+/// both roads give the same verdict). What was parsed before an error is
+/// wiped.
 fn json(bytes: &[u8]) -> Result<Value, Invalid> {
-    serde_json::from_slice(bytes).map_err(|e| {
-        invalid(format!(
-            "request is not valid JSON (line {}, column {})",
-            e.line(),
-            e.column()
-        ))
-    })
+    let duplicate = Cell::new(None);
+    let mut parser = serde_json::Deserializer::from_slice(bytes);
+    let parsed = Unique {
+        duplicate: &duplicate,
+    }
+    .deserialize(&mut parser)
+    .map(Incoming)
+    .and_then(|value| parser.end().map(|()| value));
+    match parsed {
+        Ok(mut value) => Ok(value.0.take()),
+        Err(e) => Err(match duplicate.get() {
+            Some(Some(field)) => invalid(format!(
+                "duplicate field \"{field}\": a field may appear only once in an object"
+            )),
+            Some(None) => invalid(
+                "duplicate field: a field may appear only once in an object (field names are not echoed)",
+            ),
+            None => invalid(format!(
+                "request is not valid JSON (line {}, column {})",
+                e.line(),
+                e.column()
+            )),
+        }),
+    }
+}
+
+/// The field names a duplicate-key error may quote: those of the request and
+/// of the Function URL event that this crate reads. Any other key is the
+/// caller's choice, and may be a password.
+const FIELD_NAMES: &[&str] = &[
+    "operation",
+    "cost",
+    "passwords",
+    "items",
+    "password",
+    "hash",
+    "body",
+    "isBase64Encoded",
+    "requestContext",
+    "http",
+    "method",
+];
+
+/// Parses one JSON value as `serde_json`'s `Value` does, but stops at the
+/// second occurrence of a key in one object, before its value is read (the
+/// first one's value is wiped with the rest). The key is then reported in
+/// `duplicate`, as its name in [`FIELD_NAMES`] or as `None`; the error itself
+/// says nothing.
+///
+/// Arrays and objects are built in [`Incoming`]s, so whatever was parsed
+/// before any error is wiped too.
+#[derive(Clone, Copy)]
+struct Unique<'a> {
+    duplicate: &'a Cell<Option<Option<&'static str>>>,
+}
+
+impl<'de> DeserializeSeed<'de> for Unique<'_> {
+    type Value = Value;
+
+    fn deserialize<D: de::Deserializer<'de>>(self, deserializer: D) -> Result<Value, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Unique<'_> {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any valid JSON value")
+    }
+
+    fn visit_bool<E>(self, value: bool) -> Result<Value, E> {
+        Ok(Value::Bool(value))
+    }
+
+    fn visit_i64<E>(self, value: i64) -> Result<Value, E> {
+        Ok(Value::Number(value.into()))
+    }
+
+    fn visit_u64<E>(self, value: u64) -> Result<Value, E> {
+        Ok(Value::Number(value.into()))
+    }
+
+    fn visit_f64<E>(self, value: f64) -> Result<Value, E> {
+        Ok(Number::from_f64(value).map_or(Value::Null, Value::Number))
+    }
+
+    fn visit_str<E>(self, value: &str) -> Result<Value, E> {
+        Ok(Value::String(value.to_owned()))
+    }
+
+    fn visit_string<E>(self, value: String) -> Result<Value, E> {
+        Ok(Value::String(value))
+    }
+
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut items: A) -> Result<Value, A::Error> {
+        let mut array = Incoming(Vec::new());
+        while let Some(item) = items.next_element_seed(self)? {
+            array.0.push(item);
+        }
+        Ok(Value::Array(std::mem::take(&mut array.0)))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut fields: A) -> Result<Value, A::Error> {
+        let mut object = Incoming(Map::new());
+        while let Some(key) = fields.next_key::<String>()? {
+            let mut key = Zeroizing::new(key);
+            if object.0.contains_key(key.as_str()) {
+                let named = FIELD_NAMES.iter().find(|name| **name == key.as_str());
+                self.duplicate.set(Some(named.copied()));
+                return Err(de::Error::custom("duplicate field"));
+            }
+            let value = fields.next_value_seed(self)?;
+            object.0.insert(std::mem::take(&mut *key), value);
+        }
+        Ok(Value::Object(std::mem::take(&mut object.0)))
+    }
 }
 
 /// Parse and validate the request in a Function URL event (payload format
@@ -583,6 +718,149 @@ mod tests {
                 assert!(!err.0.contains(&quoted), "{body}: {}", err.0);
                 assert!(!err.0.contains("hunter2"), "{body}: {}", err.0);
             }
+        }
+    }
+
+    /// Passwords in the duplicate-key tests: neither may appear in an error.
+    const FIRST: &str = "first-secret-Qx7w";
+    const SECOND: &str = "second-secret-Zk9v";
+
+    /// `text` down every road a request takes: a direct invocation's payload,
+    /// and a Function URL event's body, as text and in base64.
+    fn every_road(text: &str) -> Vec<Result<Request, Invalid>> {
+        let limits = Config::default();
+        let raw = RawValue::from_string(text.to_owned()).expect("one JSON value");
+        let encoded = base64::engine::general_purpose::STANDARD.encode(text);
+        vec![
+            payload(raw).and_then(|value| from_value(value, &limits)),
+            from_function_url(url_event(text, None), &limits),
+            from_function_url(url_event(&encoded, Some(true)), &limits),
+        ]
+    }
+
+    /// Assert that `err` is the refusal of a duplicate `key`, naming it and
+    /// neither password.
+    fn assert_duplicate(err: &Invalid, key: &str) {
+        let message = &err.0;
+        assert!(
+            message.starts_with(&format!("duplicate field \"{key}\": ")),
+            "{key}: {message}"
+        );
+        for shown in [message.clone(), format!("{err:?}")] {
+            assert!(!shown.contains(FIRST) && !shown.contains(SECOND), "{shown}");
+            assert!(!shown.contains("secret"), "{shown}");
+        }
+        let error = crate::error::Error::from(err.clone());
+        assert_eq!(error.error_type(), "InvalidRequest");
+        assert_eq!(error.http_status(), 400);
+    }
+
+    #[test]
+    fn a_duplicate_key_is_refused_at_any_level_naming_the_key() {
+        let pair = |fields: &str| format!(r#"{{"operation":"verify","items":[{fields}]}}"#);
+        let cases = [
+            (
+                "passwords",
+                format!(
+                    r#"{{"operation":"hash","cost":4,"passwords":["{FIRST}"],"passwords":["{SECOND}"]}}"#
+                ),
+            ),
+            (
+                "operation",
+                format!(
+                    r#"{{"operation":"verify","operation":"hash","cost":4,"passwords":["{FIRST}"]}}"#
+                ),
+            ),
+            (
+                "cost",
+                format!(r#"{{"operation":"hash","cost":4,"cost":5,"passwords":["{FIRST}"]}}"#),
+            ),
+            (
+                "items",
+                format!(
+                    r#"{{"operation":"verify","items":[{{"password":"{FIRST}","hash":"x"}}],"items":[{{"password":"{SECOND}","hash":"y"}}]}}"#
+                ),
+            ),
+            (
+                "password",
+                pair(&format!(
+                    r#"{{"password":"{FIRST}","password":"{SECOND}","hash":"x"}}"#
+                )),
+            ),
+            (
+                "hash",
+                pair(&format!(
+                    r#"{{"password":"ok","hash":"x"}},{{"password":"{FIRST}","hash":"x","hash":"{SECOND}"}}"#
+                )),
+            ),
+        ];
+        for (key, text) in cases {
+            // Whitespace around the JSON (which the runtime's text of a
+            // payload leaves out) changes nothing.
+            let padded = parse(format!("\n  {text} ").as_bytes(), &Config::default());
+            for result in every_road(&text) {
+                let err = result.expect_err(key);
+                assert_duplicate(&err, key);
+                assert_eq!(padded.as_ref(), Err(&err));
+            }
+        }
+    }
+
+    #[test]
+    fn the_second_value_of_a_duplicate_key_is_never_read() {
+        // Refused at the key: the value after it (unclosed, and nested past
+        // serde_json's limit) would be a syntax error, were it parsed.
+        let text = format!(
+            r#"{{"operation":"hash","cost":4,"passwords":["{FIRST}"],"passwords":{}"#,
+            "[".repeat(1_000)
+        );
+        let limits = Config::default();
+        for result in [
+            parse(text.as_bytes(), &limits),
+            from_function_url(url_event(&text, None), &limits),
+        ] {
+            let err = result.expect_err("duplicate");
+            assert_duplicate(&err, "passwords");
+            assert_eq!(
+                err.0,
+                "duplicate field \"passwords\": a field may appear only once in an object"
+            );
+        }
+    }
+
+    #[test]
+    fn a_duplicate_key_the_caller_chose_is_refused_unnamed() {
+        let cases = [
+            format!(r#"{{"operation":"hash","cost":4,"passwords":["a"],"{FIRST}":1,"{FIRST}":2}}"#),
+            format!(
+                r#"{{"operation":"verify","items":[{{"password":"a","hash":"x","{SECOND}":1,"{SECOND}":[]}}]}}"#
+            ),
+            // Deep inside a field the request does not even have.
+            format!(
+                r#"{{"operation":"hash","cost":4,"passwords":["a"],"extra":[{{"k":{{"{FIRST}":1,"{FIRST}":2}}}}]}}"#
+            ),
+        ];
+        for text in cases {
+            for result in every_road(&text) {
+                let err = result.expect_err("duplicate");
+                assert!(
+                    err.0
+                        == "duplicate field: a field may appear only once in an object (field names are not echoed)",
+                    "{}",
+                    err.0
+                );
+                for shown in [err.0.clone(), format!("{err:?}")] {
+                    assert!(!shown.contains("secret"), "{shown}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_same_key_in_different_objects_is_no_duplicate() {
+        let text = r#"{"operation":"verify","items":[{"password":"a","hash":"x"},{"password":"b","hash":"y"}]}"#;
+        for result in every_road(text) {
+            assert_eq!(result.expect("valid").len(), 2);
         }
     }
 

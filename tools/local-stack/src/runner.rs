@@ -601,6 +601,7 @@ fn fire_schedules(
         let pool = stack.function(&schedule.function)?;
         let firing = runtime.block_on(schedule::fire(
             &schedule,
+            time::OffsetDateTime::now_utc(),
             &|payload| pool.invoke(payload),
             &sqs,
             &stack.queues,
@@ -612,7 +613,7 @@ fn fire_schedules(
             schedule.expression,
             schedule.timezone,
             schedule.function,
-            schedule.input
+            firing.payload
         );
         if firing.outcome != schedule::Outcome::Succeeded {
             failures.push(format!("schedule {}: {firing}", schedule.name));

@@ -4,7 +4,9 @@
 //! Two layers retry, each its own kind of failure:
 //!
 //! - **Scheduler** invokes the function asynchronously (`InvocationType:
-//!   Event`) with the schedule's `Input` as the payload. Only when Lambda does
+//!   Event`) with the schedule's `Input` as the payload, its context
+//!   attributes replaced at each delivery ([`payload`]:
+//!   `<aws.scheduler.scheduled-time>` and the rest). Only when Lambda does
 //!   not accept the event (the `Invoke` call fails) does Scheduler retry, with
 //!   exponential backoff, per the schedule's `RetryPolicy`
 //!   (`MaximumRetryAttempts`, `MaximumEventAgeInSeconds`); after that the
@@ -33,6 +35,8 @@ use aws_sdk_sqs::Client;
 use aws_sdk_sqs::types::MessageAttributeValue;
 use std::hash::{BuildHasher, Hasher};
 use std::time::Duration;
+use time::OffsetDateTime;
+use time::format_description::well_known::Rfc3339;
 use tokio::time::{Instant, sleep};
 
 /// The wait unit between retries in local runs: short, so that a failing
@@ -47,6 +51,9 @@ pub const ERROR_MESSAGE_LIMIT: usize = 1024;
 pub struct Firing {
     /// Invocations tried (Scheduler's deliveries and Lambda's retries).
     pub attempts: u32,
+    /// The payload of the last delivery: what Lambda ran (and retried, and
+    /// dead-lettered).
+    pub payload: String,
     /// How it ended.
     pub outcome: Outcome,
 }
@@ -97,13 +104,51 @@ impl std::fmt::Display for Firing {
     }
 }
 
-/// Fire `schedule` once: `invoke` runs the function with a payload (the
-/// emulator's synchronous invoke stands for Lambda running the accepted
-/// event); a final failure goes to the function's dead-letter queue, one of
-/// `queues`, through `sqs`. Retries wait multiples of `delay` (see the module
-/// doc). `Err` only if the dead-letter queue is missing or refuses the event.
+/// The ARN of `schedule` (in Scheduler's default group).
+pub fn schedule_arn(schedule: &Schedule) -> String {
+    format!(
+        "arn:aws:scheduler:{}:{}:schedule/default/{}",
+        crate::local_aws::REGION,
+        crate::moto::ACCOUNT_ID,
+        schedule.name
+    )
+}
+
+/// The payload of one delivery of `schedule`: its `Input` with the context
+/// attributes Scheduler replaces: `<aws.scheduler.scheduled-time>` (the time
+/// the schedule fired for, to the second, the same in every delivery of one
+/// firing), `<aws.scheduler.execution-id>` (one per delivery),
+/// `<aws.scheduler.attempt-number>` (1 for the first delivery) and
+/// `<aws.scheduler.schedule-arn>`.
+pub fn payload(
+    schedule: &Schedule,
+    scheduled_time: OffsetDateTime,
+    attempt: u32,
+    execution_id: &str,
+) -> String {
+    let time = scheduled_time
+        .to_offset(time::UtcOffset::UTC)
+        .replace_nanosecond(0)
+        .ok()
+        .and_then(|t| t.format(&Rfc3339).ok())
+        .unwrap_or_default();
+    schedule
+        .input
+        .replace("<aws.scheduler.scheduled-time>", &time)
+        .replace("<aws.scheduler.execution-id>", execution_id)
+        .replace("<aws.scheduler.attempt-number>", &attempt.to_string())
+        .replace("<aws.scheduler.schedule-arn>", &schedule_arn(schedule))
+}
+
+/// Fire `schedule` once, for `scheduled_time`: `invoke` runs the function
+/// with a payload (the emulator's synchronous invoke stands for Lambda
+/// running the accepted event); a final failure goes to the function's
+/// dead-letter queue, one of `queues`, through `sqs`. Retries wait multiples
+/// of `delay` (see the module doc). `Err` only if the dead-letter queue is
+/// missing or refuses the event.
 pub async fn fire(
     schedule: &Schedule,
+    scheduled_time: OffsetDateTime,
     invoke: &dyn Fn(&[u8]) -> Result<Invocation, String>,
     sqs: &Client,
     queues: &[LocalQueue],
@@ -118,14 +163,16 @@ pub async fn fire(
                 .ok_or_else(|| format!("{}: no local queue {id}", schedule.name))?,
         ),
     };
-    let payload = schedule.input.as_bytes();
     let request_id = request_id();
     let first = Instant::now();
     let max_age = Duration::from_secs(u64::from(schedule.retry_policy.maximum_event_age_s));
     let (mut attempts, mut refused, mut failed) = (0_u32, 0_u32, 0_u32);
+    // A new delivery while Lambda refuses; Lambda's own retries run the
+    // payload it accepted.
+    let mut payload = self::payload(schedule, scheduled_time, 1, &execution_id());
     loop {
         attempts += 1;
-        let answer = match invoke(payload) {
+        let answer = match invoke(payload.as_bytes()) {
             Ok(answer) => answer,
             Err(error) => {
                 let wait = delay.saturating_mul(1 << refused.min(16));
@@ -135,16 +182,19 @@ pub async fn fire(
                 {
                     return Ok(Firing {
                         attempts,
+                        payload,
                         outcome: Outcome::Undelivered(error),
                     });
                 }
                 sleep(wait).await;
+                payload = self::payload(schedule, scheduled_time, refused + 1, &execution_id());
                 continue;
             }
         };
         let Some(failure) = failure(&answer, &request_id) else {
             return Ok(Firing {
                 attempts,
+                payload,
                 outcome: Outcome::Succeeded,
             });
         };
@@ -152,11 +202,15 @@ pub async fn fire(
             let outcome = match dead_letters {
                 None => Outcome::Discarded(failure),
                 Some(queue) => {
-                    dead_letter(sqs, queue, &schedule.input, &failure).await?;
+                    dead_letter(sqs, queue, &payload, &failure).await?;
                     Outcome::DeadLettered(failure)
                 }
             };
-            return Ok(Firing { attempts, outcome });
+            return Ok(Firing {
+                attempts,
+                payload,
+                outcome,
+            });
         }
         failed += 1;
         sleep(delay.saturating_mul(failed)).await;
@@ -228,6 +282,11 @@ fn truncate(text: &str, limit: usize) -> &str {
     &text[..end]
 }
 
+/// A random execution id, as Scheduler gives each delivery.
+fn execution_id() -> String {
+    request_id()
+}
+
 /// A random request id shaped like Lambda's (a version-4 UUID).
 fn request_id() -> String {
     let random = || {
@@ -260,7 +319,7 @@ mod tests {
             name: "Tick".into(),
             expression: "rate(1 day)".into(),
             timezone: "UTC".into(),
-            input: r#"{"operation": "daily_report"}"#.into(),
+            input: r#"{"operation": "daily_report", "scheduled_time": "<aws.scheduler.scheduled-time>", "attempt": "<aws.scheduler.attempt-number>"}"#.into(),
             retry_policy: RetryPolicy {
                 maximum_retry_attempts: scheduler_retries,
                 maximum_event_age_s: 86_400,
@@ -295,7 +354,8 @@ mod tests {
             answers[index].clone()
         };
         let sqs = crate::elasticmq::client(crate::local_aws::NO_SERVER);
-        let firing = fire(schedule, &invoke, &sqs, &[], Duration::from_secs(60))
+        let at = OffsetDateTime::from_unix_timestamp(1_795_652_100).expect("a time");
+        let firing = fire(schedule, at, &invoke, &sqs, &[], Duration::from_secs(60))
             .await
             .expect("no dead-letter queue to fail");
         (firing, calls.into_inner().expect("calls"))
@@ -315,11 +375,10 @@ mod tests {
         );
         let at: Vec<u64> = calls.iter().map(|(_, t)| t.as_secs()).collect();
         assert_eq!(at, [0, 60, 180]);
-        assert!(
-            calls
-                .iter()
-                .all(|(p, _)| p == r#"{"operation": "daily_report"}"#)
-        );
+        // Lambda retries the payload it accepted: Scheduler's first delivery.
+        let accepted = r#"{"operation": "daily_report", "scheduled_time": "2026-11-26T00:15:00Z", "attempt": "1"}"#;
+        assert!(calls.iter().all(|(p, _)| p == accepted), "{calls:?}");
+        assert_eq!(firing.payload, accepted);
     }
 
     #[tokio::test(start_paused = true)]
@@ -339,15 +398,19 @@ mod tests {
     async fn an_event_lambda_does_not_accept_is_retried_by_schedulers_policy() {
         let refused = || Err::<Invocation, _>("connection refused".to_owned());
         let (firing, calls) = fire_with(&schedule(2, 3), vec![refused()]).await;
+        assert_eq!(firing.attempts, 4);
         assert_eq!(
-            firing,
-            Firing {
-                attempts: 4,
-                outcome: Outcome::Undelivered("connection refused".into())
-            }
+            firing.outcome,
+            Outcome::Undelivered("connection refused".into())
         );
         let at: Vec<u64> = calls.iter().map(|(_, t)| t.as_secs()).collect();
         assert_eq!(at, [0, 60, 180, 420]);
+        // Each delivery is a new attempt of the same scheduled time.
+        for (n, (payload, _)) in calls.iter().enumerate() {
+            let payload: serde_json::Value = serde_json::from_str(payload).expect("JSON");
+            assert_eq!(payload["scheduled_time"], "2026-11-26T00:15:00Z");
+            assert_eq!(payload["attempt"], (n + 1).to_string());
+        }
         // Accepted at last: Lambda's own retries follow.
         let error = answer(200, r#"{"errorType":"E","errorMessage":"m"}"#);
         let (firing, _) = fire_with(&schedule(1, 3), vec![refused(), error]).await;

@@ -997,7 +997,7 @@ mod tests {
                 name: "DailyReport".into(),
                 expression: "cron(15 0 * * ? *)".into(),
                 timezone: "UTC".into(),
-                input: r#"{"operation": "daily_report"}"#.into(),
+                input: r#"{"operation": "daily_report", "scheduled_time": "<aws.scheduler.scheduled-time>"}"#.into(),
                 retry_policy: RetryPolicy {
                     maximum_retry_attempts: 2,
                     maximum_event_age_s: 86_400,

@@ -5,9 +5,12 @@
 //! fuzz checks and the lab.
 
 use arrow_worker::columns::Item;
-use arrow_worker::store::{ObjectError, Page, Source, Store, StoreError};
+use arrow_worker::store::{
+    ObjectError, ObjectFault, Page, PutMode, Report, Source, Store, StoreError,
+};
 use aws_sdk_dynamodb::types::AttributeValue;
 use shared::orders::attr;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// 2026-11-01T00:00:00Z in milliseconds: generated orders start here.
@@ -69,9 +72,13 @@ pub fn items(n: usize, customers: u64, seed: u64) -> Vec<Item> {
 pub struct MemoryStore {
     items: Arc<Vec<Item>>,
     page_size: usize,
-    reports: Arc<Mutex<Vec<(String, String)>>>,
+    reports: Arc<Mutex<Vec<Report>>>,
     objects: Arc<Mutex<std::collections::BTreeMap<String, Vec<u8>>>>,
-    reads: Arc<std::sync::atomic::AtomicU64>,
+    reads: Arc<AtomicU64>,
+    /// Bytes of objects being read now, and the most at once.
+    held: Arc<AtomicU64>,
+    most_held: Arc<AtomicU64>,
+    read_latency: std::time::Duration,
 }
 
 impl MemoryStore {
@@ -83,12 +90,35 @@ impl MemoryStore {
             reports: Arc::default(),
             objects: Arc::default(),
             reads: Arc::default(),
+            held: Arc::default(),
+            most_held: Arc::default(),
+            read_latency: std::time::Duration::ZERO,
         }
+    }
+
+    /// The same reports and bucket over other orders: the table after it
+    /// changed (orders stored late, say).
+    pub fn with_items(&self, items: Vec<Item>) -> Self {
+        Self {
+            items: Arc::new(items),
+            ..self.clone()
+        }
+    }
+
+    /// The same store, each object read taking `latency` (so reads overlap).
+    pub fn with_read_latency(mut self, latency: std::time::Duration) -> Self {
+        self.read_latency = latency;
+        self
+    }
+
+    /// The most bytes of objects that were being read at the same time.
+    pub fn most_bytes_read_at_once(&self) -> u64 {
+        self.most_held.load(Ordering::SeqCst)
     }
 
     /// Items read so far (every page of every source).
     pub fn items_read(&self) -> u64 {
-        self.reads.load(std::sync::atomic::Ordering::Relaxed)
+        self.reads.load(Ordering::Relaxed)
     }
 
     /// The objects stored so far, by key.
@@ -96,8 +126,8 @@ impl MemoryStore {
         self.objects.lock().map(|o| o.clone()).unwrap_or_default()
     }
 
-    /// The reports saved so far, as `(id, body)`.
-    pub fn reports(&self) -> Vec<(String, String)> {
+    /// The reports saved so far, the latest of each id.
+    pub fn reports(&self) -> Vec<Report> {
         self.reports.lock().map(|r| r.clone()).unwrap_or_default()
     }
 }
@@ -150,43 +180,63 @@ impl Store for MemoryStore {
             .collect();
         let end = skip + items.len();
         let more = mine.len() > end;
-        self.reads
-            .fetch_add(items.len() as u64, std::sync::atomic::Ordering::Relaxed);
+        self.reads.fetch_add(items.len() as u64, Ordering::Relaxed);
         let next =
             more.then(|| Item::from([(POSITION.to_owned(), AttributeValue::N(end.to_string()))]));
         Ok(Page { items, next })
     }
 
-    async fn save_report(&self, id: &str, body: String) -> Result<(), StoreError> {
+    async fn save_report(&self, report: &Report) -> Result<(), StoreError> {
         let mut reports = self
             .reports
             .lock()
             .map_err(|_| StoreError("report list poisoned".into()))?;
-        reports.retain(|(existing, _)| existing != id);
-        reports.push((id.to_owned(), body));
+        reports.retain(|saved| saved.id != report.id);
+        reports.push(report.clone());
         Ok(())
     }
 
-    async fn put_object(&self, key: &str, bytes: Vec<u8>) -> Result<(), ObjectError> {
-        self.objects
-            .lock()
-            .map_err(|_| ObjectError("object map poisoned".into()))?
-            .insert(key.to_owned(), bytes);
+    async fn put_object(
+        &self,
+        key: &str,
+        bytes: Vec<u8>,
+        mode: PutMode,
+    ) -> Result<(), ObjectError> {
+        let poisoned = || ObjectError::new(ObjectFault::Failed, "object map poisoned");
+        let mut objects = self.objects.lock().map_err(|_| poisoned())?;
+        if mode == PutMode::CreateOnly && objects.contains_key(key) {
+            return Err(ObjectError::new(
+                ObjectFault::Exists,
+                format!("PutObject {key}: PreconditionFailed"),
+            ));
+        }
+        objects.insert(key.to_owned(), bytes);
         Ok(())
     }
 
     async fn get_object(&self, key: &str, max_bytes: usize) -> Result<Vec<u8>, ObjectError> {
-        let objects = self
-            .objects
-            .lock()
-            .map_err(|_| ObjectError("object map poisoned".into()))?;
-        let bytes = objects
-            .get(key)
-            .ok_or_else(|| ObjectError(format!("GetObject {key}: NoSuchKey")))?;
-        if bytes.len() > max_bytes {
-            return Err(ObjectError(format!("{key} is larger than {max_bytes}")));
-        }
-        Ok(bytes.clone())
+        let bytes = {
+            let objects = self
+                .objects
+                .lock()
+                .map_err(|_| ObjectError::new(ObjectFault::Failed, "object map poisoned"))?;
+            let bytes = objects.get(key).ok_or_else(|| {
+                ObjectError::new(ObjectFault::Missing, format!("GetObject {key}: NoSuchKey"))
+            })?;
+            if bytes.len() > max_bytes {
+                return Err(ObjectError::new(
+                    ObjectFault::TooLarge,
+                    format!("{key} is larger than {max_bytes}"),
+                ));
+            }
+            bytes.clone()
+        };
+        self.held.fetch_add(bytes.len() as u64, Ordering::SeqCst);
+        self.most_held
+            .fetch_max(self.held.load(Ordering::SeqCst), Ordering::SeqCst);
+        tokio::time::sleep(self.read_latency).await;
+        self.held.fetch_sub(bytes.len() as u64, Ordering::SeqCst);
+        Ok(bytes)
     }
 }
 
@@ -228,8 +278,14 @@ mod tests {
     async fn clones_share_the_saved_reports() {
         let store = MemoryStore::new(Vec::new(), 4);
         let kept = store.clone();
-        store.save_report("daily/a", "1".into()).await.unwrap();
-        store.save_report("daily/a", "2".into()).await.unwrap();
-        assert_eq!(kept.reports(), [("daily/a".to_owned(), "2".to_owned())]);
+        let report = |body: &str| Report {
+            id: "daily/a".into(),
+            body: body.into(),
+            as_of: "2026-11-22T00:15:00Z".into(),
+            is_final: false,
+        };
+        store.save_report(&report("1")).await.unwrap();
+        store.save_report(&report("2")).await.unwrap();
+        assert_eq!(kept.reports(), [report("2")]);
     }
 }

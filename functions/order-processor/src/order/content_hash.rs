@@ -24,6 +24,11 @@
 //! stored, with no `hash_version`: SHA-256 of `serde_json::to_vec(&Order)`
 //! (the struct's field order, `created_at` as sent). The unit test
 //! `the_hash_of_a_sample_order_is_pinned` fails if version 1 changes.
+//!
+//! An item of a version greater than [`HASH_VERSION`] was stored by a newer
+//! release, before a rollback to this one: [`hash`] cannot compute it, so
+//! this release cannot compare. Its record is reported failed, not
+//! dead-lettered: SQS delivers it again, for the newer release to decide.
 
 use super::Order;
 use sha2::{Digest, Sha256};

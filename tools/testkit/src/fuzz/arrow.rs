@@ -21,6 +21,7 @@ use arrow_worker::handler::Handler;
 use arrow_worker::merge::merge;
 use arrow_worker::partial;
 use arrow_worker::query::{GroupBy, MAX_LIMIT, MAX_SEGMENTS, Query, Segment, Window};
+use arrow_worker::report;
 use arrow_worker::request::{self, Request};
 use aws_sdk_dynamodb::primitives::Blob;
 use aws_sdk_dynamodb::types::AttributeValue;
@@ -200,19 +201,26 @@ fn validated(request: Request) -> Result<Verdict, String> {
             Err(e) => Ok(Err(e.0)),
             Ok(answer) => merged_ok(&answer).map(Ok),
         },
-        Request::DailyReport { day } => {
+        Request::DailyReport {
+            day,
+            scheduled_time,
+        } => {
             let now = OffsetDateTime::from_unix_timestamp(NOW_S).map_err(|e| e.to_string())?;
-            let query = match request::day_window(day.as_deref(), now) {
+            let plan = match report::plan(day.as_deref(), scheduled_time.as_deref(), now, 2) {
                 Err(e) => return Ok(Err(e.0)),
-                Ok((_, query)) => query,
+                Ok(plan) => plan,
             };
-            match query.validate() {
-                Ok(Window {
-                    from_ms: Some(from),
-                    to_ms: Some(to),
-                }) if to - from == DAY_MS => Ok(Ok(())),
-                other => Err(format!("a day's window is {other:?}")),
+            for day in &plan.days {
+                let query = report::query(*day).map_err(|e| e.0)?;
+                match query.validate() {
+                    Ok(Window {
+                        from_ms: Some(from),
+                        to_ms: Some(to),
+                    }) if to - from == DAY_MS => {}
+                    other => return Err(format!("a day's window is {other:?}")),
+                }
             }
+            Ok(Ok(()))
         }
     }
 }
