@@ -95,9 +95,21 @@ impl S3Objects {
                 ),
             ));
         }
-        let body = output.body.collect().await;
-        let body = body.map_err(|e| failed(ObjectFault::Failed, &e))?;
-        Ok(body.into_bytes().to_vec())
+        // One buffer of the announced size, filled as the body arrives: the
+        // object is held once, never in chunks and then again whole.
+        let mut bytes = Vec::with_capacity(usize::try_from(length).unwrap_or(0));
+        let mut body = output.body;
+        while let Some(chunk) = body.next().await {
+            let chunk = chunk.map_err(|e| failed(ObjectFault::Failed, &e))?;
+            if bytes.len() + chunk.len() > max_bytes {
+                return Err(ObjectError::new(
+                    ObjectFault::TooLarge,
+                    format!("{key} in {} is longer than announced", self.bucket),
+                ));
+            }
+            bytes.extend_from_slice(&chunk);
+        }
+        Ok(bytes)
     }
 }
 
