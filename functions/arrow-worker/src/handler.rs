@@ -5,9 +5,11 @@
 //! kernel per group) on the Rayon pool through [`shared::pool::run`], never on
 //! a tokio thread. Turning each scanned page into a record batch runs on the
 //! scan's task as the page arrives (see `scan.rs`: linear in a page of at
-//! most 1 MB, small next to the network wait and the aggregation). A merge and
-//! the answer's JSON run on the invocation's task: both are linear in what the
-//! caller sent or will receive, which Lambda bounds at 6 MB.
+//! most 1 MB, small next to the network wait and the aggregation), and so
+//! does the daily report's adding up of each page (`report.rs`: a page's
+//! sort and a handful of groups). A merge runs on the invocation's task, one
+//! partial at a time (each at most an eighth of the memory), and so does the
+//! answer's JSON: linear in what Lambda bounds at 6 MB.
 //!
 //! Every invocation works to its [`Deadline`] (the shared rule): a scan stops
 //! paging there (`scan.rs`) and a merge of stored partials stops reading
