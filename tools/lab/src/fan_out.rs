@@ -8,6 +8,11 @@
 //! user meets them), the highest peak memory of an execution environment
 //! (arena pre-warm off, so the peak is the work's), the bytes each segment
 //! stored in S3, and the size of the answer.
+//!
+//! Then the daily report, which one function reads from the day index: the
+//! orders of one day (written the same way), read and added up page by page:
+//! its wall time and the function's own CPU time per row, which bound the
+//! day one invocation reads within its timeout.
 
 use super::cold_start::{BUILD_DIRS, bootstrap};
 use super::stack::{ORDERS_PER_CUSTOMER, Tables, logs_dir};
@@ -28,6 +33,35 @@ pub const ROWS: [u64; 4] = [25_000, 50_000, 100_000, 200_000];
 pub const SEGMENTS: [u32; 2] = [16, 64];
 /// Execution environments of the worker (the local stack's default).
 const ENVIRONMENTS: usize = 2;
+/// Orders of the one day the daily report reads, measured in turn.
+pub const DAY_ORDERS: [u64; 2] = [25_000, 100_000];
+/// That day: 2027-01-15, after every other sample order's day.
+const DAY: &str = "2027-01-15";
+const DAY_START_S: i64 = 1_799_971_200;
+/// The first order number of that day's orders (after the table's).
+const DAY_FIRST_ORDER: u64 = 10_000_000;
+
+/// Everything this section measures.
+#[derive(Debug, Clone)]
+pub struct Measured {
+    /// The fan-out against one function, per table size.
+    pub rows: Vec<Row>,
+    /// The daily report, per day size.
+    pub days: Vec<DayReport>,
+}
+
+/// One daily report of a day of `orders` orders.
+#[derive(Debug, Clone)]
+pub struct DayReport {
+    /// Orders of the day (all read).
+    pub orders: u64,
+    /// Pages read (the day's shards together).
+    pub pages: u64,
+    /// The invocation's duration, as the function measured it, seconds.
+    pub seconds: f64,
+    /// The function's CPU time in it (every thread), seconds.
+    pub cpu_seconds: f64,
+}
 
 /// How one way of answering went.
 #[derive(Debug, Clone)]
@@ -42,6 +76,8 @@ pub struct Measure {
     pub bytes_per_segment: Option<f64>,
     /// The answer's size (stored in S3 past 6 MB).
     pub answer_bytes: u64,
+    /// The one function ran out of time (`DeadlineTooShort`): no answer.
+    pub out_of_time: bool,
 }
 
 /// One table size.
@@ -52,8 +88,9 @@ pub struct Row {
     pub measures: Vec<Measure>,
 }
 
-/// Measure every table size. Needs the x86_64 release bootstrap of the worker.
-pub fn measure(tick: &dyn Fn(&str)) -> Result<Vec<Row>, String> {
+/// Measure every table size, then every day size. Needs the x86_64 release
+/// bootstrap of the worker.
+pub fn measure(tick: &dyn Fn(&str)) -> Result<Measured, String> {
     let template = Template::load(&workspace_root().join("template.yaml"))?;
     let spec = template.function("arrow-worker")?;
     let binary = bootstrap(BUILD_DIRS[0].1, &spec.logical_id);
@@ -85,8 +122,19 @@ pub fn measure(tick: &dyn Fn(&str)) -> Result<Vec<Row>, String> {
             measures,
         });
     }
+    let mut days = Vec::new();
+    let mut written = 0;
+    for orders in DAY_ORDERS {
+        tick(&format!("daily report: writing {orders} orders of {DAY}"));
+        let first = DAY_FIRST_ORDER;
+        tables.write_orders_of_day(first + written..first + orders, DAY_START_S)?;
+        written = orders;
+        tick(&format!("daily report: a day of {orders} orders"));
+        let run = Run::start(&rie, &binary, &template, &ddb_endpoint, &logs)?;
+        days.push(run.daily_report(orders)?);
+    }
     drop(tables);
-    Ok(rows)
+    Ok(Measured { rows, days })
 }
 
 /// Fresh environments of the worker behind a Lambda Invoke API, and the
@@ -193,6 +241,22 @@ impl Run {
             }
         };
         let seconds = started.elapsed().as_secs_f64();
+        let peak_mib = self
+            .pool
+            .peak_memory_bytes()
+            .map(|b| b as f64 / f64::from(1 << 20));
+        // One function past its timeout is a result of its own: what the
+        // fan-out is for.
+        if segments.is_none() && answer["errorType"] == "DeadlineTooShort" {
+            return Ok(Measure {
+                segments,
+                seconds,
+                peak_mib,
+                bytes_per_segment,
+                answer_bytes: 0,
+                out_of_time: true,
+            });
+        }
         let matched = answer["rows"]["matched"].as_u64();
         if matched != Some(orders) {
             return Err(format!("{orders} orders, {matched:?} matched: {answer}"));
@@ -203,12 +267,42 @@ impl Run {
         Ok(Measure {
             segments,
             seconds,
-            peak_mib: self
-                .pool
-                .peak_memory_bytes()
-                .map(|b| b as f64 / f64::from(1 << 20)),
+            peak_mib,
             bytes_per_segment,
             answer_bytes,
+            out_of_time: false,
+        })
+    }
+
+    /// The daily report of [`DAY`] (`orders` orders), after one report of an
+    /// empty day so that the measured one is not the first invocation.
+    fn daily_report(&self, orders: u64) -> Result<DayReport, String> {
+        let report = |day: &str| -> Result<Value, String> {
+            let payload = json!({"operation": "daily_report", "day": day});
+            let answer = self.pool.invoke(payload.to_string())?.json()?;
+            match answer.get("errorType") {
+                Some(_) => Err(format!("the daily report of {day}: {answer}")),
+                None => Ok(answer),
+            }
+        };
+        report("2027-01-14")?;
+        let answer = report(DAY)?;
+        let scanned = answer["rows"]["scanned"].as_u64();
+        if scanned != Some(orders) {
+            return Err(format!(
+                "{orders} orders of {DAY}, {scanned:?} read: {answer}"
+            ));
+        }
+        let figure = |name: &str| {
+            answer["run"][name]
+                .as_f64()
+                .ok_or_else(|| format!("no run.{name}: {answer}"))
+        };
+        Ok(DayReport {
+            orders,
+            pages: answer["run"]["pages"].as_u64().unwrap_or(0),
+            seconds: figure("duration_ms")? / 1e3,
+            cpu_seconds: figure("cpu_ms")? / 1e3,
         })
     }
 

@@ -66,9 +66,9 @@ pub fn fan_out_only() -> Result<(), String> {
     report::fan_out_rewritable(&workspace_root())?;
     tuning::build()?;
     let bar = spinner()?;
-    let rows = fan_out::measure(&|message: &str| bar.set_message(message.to_owned()))?;
+    let measured = fan_out::measure(&|message: &str| bar.set_message(message.to_owned()))?;
     bar.finish_and_clear();
-    report::rewrite_fan_out(&workspace_root(), &Ok(rows), &machine)?;
+    report::rewrite_fan_out(&workspace_root(), &Ok(measured), &machine)?;
     println!(
         "lab: wrote the fan-out section into {}",
         workspace_root().join("BENCHMARKS.md").display()

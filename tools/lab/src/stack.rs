@@ -56,11 +56,39 @@ impl Tables {
     /// Write orders `range` (sample orders, [`ORDERS_PER_CUSTOMER`] per
     /// customer) through the order processor's store.
     pub fn write_orders(&self, range: std::ops::Range<u64>) -> Result<(), String> {
+        self.write(range, |_| None)
+    }
+
+    /// Write orders `range` as [`Tables::write_orders`] does, every one
+    /// created on the UTC day starting `day_start_s` (seconds since the
+    /// epoch), spread over its seconds.
+    pub fn write_orders_of_day(
+        &self,
+        range: std::ops::Range<u64>,
+        day_start_s: i64,
+    ) -> Result<(), String> {
+        self.write(range, |n| {
+            let second = i64::try_from(n.wrapping_mul(7_919) % 86_400).unwrap_or(0);
+            let at = time::OffsetDateTime::from_unix_timestamp(day_start_s + second).ok()?;
+            at.format(&time::format_description::well_known::Rfc3339)
+                .ok()
+        })
+    }
+
+    /// Write orders `range`, order `n` created at `created_at(n)` if given.
+    fn write(
+        &self,
+        range: std::ops::Range<u64>,
+        created_at: impl Fn(u64) -> Option<String>,
+    ) -> Result<(), String> {
         let store = DynamoStore::new(self.dynamodb.client(), "OrdersTable");
         let orders = range
             .map(|n| {
                 let mut order = testkit::orders::order(n);
                 order.customer_id = format!("cust-{:07}", n / ORDERS_PER_CUSTOMER);
+                if let Some(at) = created_at(n) {
+                    order.created_at = at;
+                }
                 validate(order).map_err(|e| format!("sample order {n}: {e}"))
             })
             .collect::<Result<Vec<_>, _>>()?;

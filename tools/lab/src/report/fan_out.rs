@@ -3,7 +3,7 @@
 //! can replace it in an existing report without running the rest of the lab.
 
 use super::splice::{self, Markers};
-use crate::fan_out::Row;
+use crate::fan_out::{DayReport, Measured};
 use crate::machine::Machine;
 use crate::stack::ORDERS_PER_CUSTOMER;
 use std::fmt::Write as _;
@@ -12,8 +12,12 @@ use std::path::Path;
 /// Markers around the section.
 pub const SECTION: Markers = ("<!-- fan-out -->", "<!-- /fan-out -->");
 
-/// The measured rows, or why there are none.
-pub type FanOut = Result<Vec<Row>, String>;
+/// What was measured, or why nothing was.
+pub type FanOut = Result<Measured, String>;
+
+/// Seconds of the function's CPU a daily report may use at the template's
+/// 120 s timeout, leaving the deadline's margin and the report's write.
+const REPORT_CPU_SECONDS: f64 = 110.0;
 
 fn cell(value: Option<f64>, decimals: usize) -> String {
     value.map_or_else(|| "-".to_owned(), |v| format!("{v:.decimals$}"))
@@ -27,13 +31,13 @@ pub fn section(fan_out: &FanOut, machine: &Machine) -> String {
         md,
         "## 6. Past one function: the Step Functions fan-out against one function\n"
     );
-    let rows = match fan_out {
+    let Measured { rows, days } = match fan_out {
         Err(why) => {
             let _ = writeln!(md, "Not measured: {why}.\n");
             let _ = writeln!(md, "{}", SECTION.1);
             return md;
         }
-        Ok(rows) => rows,
+        Ok(measured) => measured,
     };
     let _ = writeln!(
         md,
@@ -53,7 +57,8 @@ pub fn section(fan_out: &FanOut, machine: &Machine) -> String {
          traced further (DynamoDB Local's paging is the first suspect): the segments read short \
          sequences side by side. The local engine and DynamoDB Local share this machine's \
          two cores with the functions, so the fan-out's width buys less here than on AWS, where each \
-         segment has its own vCPU and DynamoDB scales its partitions.\n",
+         segment has its own vCPU and DynamoDB scales its partitions. \"Out of time\": the one \
+         function reached its deadline (`DeadlineTooShort`, the template's 120 s) before its last page.\n",
         machine.line()
     );
     let _ = writeln!(
@@ -66,21 +71,69 @@ pub fn section(fan_out: &FanOut, machine: &Machine) -> String {
             let how = m
                 .segments
                 .map_or_else(|| "one function".to_owned(), |s| format!("{s} segments"));
+            let (seconds, answer) = if m.out_of_time {
+                (format!("{:.1}, out of time", m.seconds), "-".to_owned())
+            } else {
+                let mb = m.answer_bytes as f64 / 1e6;
+                (format!("{:.1}", m.seconds), format!("{mb:.1}"))
+            };
             let _ = writeln!(
                 md,
-                "| {} | {} | {how} | {:.1} | {} | {} | {:.1} |",
+                "| {} | {} | {how} | {seconds} | {} | {} | {answer} |",
                 row.orders,
                 row.customers,
-                m.seconds,
                 cell(m.peak_mib, 0),
                 cell(m.bytes_per_segment.map(|b| b / 1024.0), 0),
-                m.answer_bytes as f64 / 1e6
             );
         }
     }
     let _ = writeln!(md);
+    daily_report(&mut md, days);
     let _ = writeln!(md, "{}", SECTION.1);
     md
+}
+
+/// The daily report's table: one function reading one day.
+fn daily_report(md: &mut String, days: &[DayReport]) {
+    let _ = writeln!(
+        md,
+        "### The daily report: how large a day one invocation reads
+"
+    );
+    let _ = writeln!(
+        md,
+        "The same worker and DynamoDB Local, the orders of one day written the same way, then the \
+         daily report of that day (after one report of an empty day, so the measured one is not the \
+         first invocation): every page of the day's {shards} shards of the `by-day` index, read side \
+         by side and added up as it arrives. \"Seconds\" is the invocation's duration and \"CPU\" the \
+         function's CPU time in it (every thread), both as the worker measured them (`run`). Here \
+         DynamoDB Local, on the same two cores, sets the pace; the function's CPU per order (SDK \
+         parsing, Arrow batches, adding up) is its own ceiling: at the template's 1,769 MB it has one \
+         vCPU, so \"a day in {REPORT_CPU_SECONDS:.0} s of CPU\" is the most orders one invocation can \
+         add up within the template's 120 s timeout however fast DynamoDB answers. The day index takes \
+         about 1,000 writes a second per shard, so a day can hold up to about {ceiling} million orders.\n",
+        shards = shared::orders::DAY_SHARDS,
+        ceiling = u64::from(shared::orders::DAY_SHARDS) * 86_400 / 1_000,
+    );
+    let _ = writeln!(
+        md,
+        "| orders of the day | pages | seconds | CPU s | orders per CPU second | a day in {REPORT_CPU_SECONDS:.0} s of CPU |"
+    );
+    let _ = writeln!(md, "|---:|---:|---:|---:|---:|---:|");
+    for day in days {
+        let per_cpu_second = day.orders as f64 / day.cpu_seconds.max(1e-9);
+        let _ = writeln!(
+            md,
+            "| {} | {} | {:.1} | {:.2} | {:.0} | {:.1} million |",
+            day.orders,
+            day.pages,
+            day.seconds,
+            day.cpu_seconds,
+            per_cpu_second,
+            per_cpu_second * REPORT_CPU_SECONDS / 1e6
+        );
+    }
+    let _ = writeln!(md);
 }
 
 /// The report in `dir`, if [`rewrite`] can replace its fan-out section.
@@ -96,7 +149,7 @@ pub fn rewrite(dir: &Path, fan_out: &FanOut, machine: &Machine) -> Result<(), St
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fan_out::Measure;
+    use crate::fan_out::{Measure, Row};
 
     #[test]
     fn every_measure_is_a_row_and_missing_figures_are_dashes() {
@@ -106,19 +159,45 @@ mod tests {
             peak_mib: peak,
             bytes_per_segment: segments.map(|_| 2048.0),
             answer_bytes: 7_000_000,
+            out_of_time: false,
         };
         let rows = vec![Row {
             orders: 1_000,
             customers: 200,
             measures: vec![measure(None, Some(100.0)), measure(Some(16), None)],
         }];
-        let md = section(&Ok(rows), &Machine::here());
+        let mut late = measure(None, None);
+        late.out_of_time = true;
+        let rows = [
+            rows,
+            vec![Row {
+                orders: 9_000,
+                customers: 1_800,
+                measures: vec![late],
+            }],
+        ]
+        .concat();
+        let days = vec![DayReport {
+            orders: 50_000,
+            pages: 40,
+            seconds: 12.5,
+            cpu_seconds: 0.5,
+        }];
+        let md = section(&Ok(Measured { rows, days }), &Machine::here());
         assert!(
             md.contains("| 1000 | 200 | one function | 2.5 | 100 | - | 7.0 |"),
             "{md}"
         );
         assert!(
             md.contains("| 1000 | 200 | 16 segments | 2.5 | - | 2 | 7.0 |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| 9000 | 1800 | one function | 2.5, out of time | - | - | - |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| 50000 | 40 | 12.5 | 0.50 | 100000 | 11.0 million |"),
             "{md}"
         );
         assert!(md.starts_with(SECTION.0) && md.trim_end().ends_with(SECTION.1));
