@@ -153,11 +153,10 @@ impl<S: Store> Handler<S> {
             Err(Unanswerable::TooLarge(bytes)) if self.config.analytics_bucket.is_some() => bytes,
             Err(e) => return Err(e.into()),
         };
-        let key = format!("{ANSWERS_PREFIX}{}.json", safe_key_part(request_id));
+        let key = format!("{ANSWERS_PREFIX}{}.json", partial::key_part(request_id));
         let body = serde_json::to_vec(answer).map_err(Unanswerable::from)?;
         // Replace: Lambda's retries of an invocation keep its request id.
-        let (key_text, replace) = (&key, PutMode::Replace);
-        self.store.put_object(key_text, body, replace).await?;
+        self.store.put_object(&key, body, PutMode::Replace).await?;
         tracing::info!(key, bytes, "answer stored in the analytics bucket");
         let mut summary = serde_json::to_value(answer).map_err(Unanswerable::from)?;
         if let Some(fields) = summary.as_object_mut() {
@@ -489,17 +488,4 @@ enum Reply {
 /// `bytes` in KiB, rounded up: the unit of the merge's read budget.
 fn kib(bytes: u64) -> u32 {
     u32::try_from(bytes.div_ceil(1024)).unwrap_or(u32::MAX)
-}
-
-/// `id` with anything but A-Z a-z 0-9 - _ replaced, for an object key.
-fn safe_key_part(id: &str) -> String {
-    id.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect()
 }

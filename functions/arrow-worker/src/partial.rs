@@ -101,7 +101,8 @@ pub fn key(run_id: &str, segment: u32, total_segments: u32, attempt: &str) -> St
 /// `text` as one part of an object key: A-Z a-z 0-9 `-` `_` as they are,
 /// every other byte (UTF-8) as `~` and its two hex digits. Two texts never
 /// give the same part, and no part climbs out of its prefix (`..`, `/`).
-fn key_part(text: &str) -> String {
+/// Also the request id of a stored answer (`answers/<id>.json`).
+pub(crate) fn key_part(text: &str) -> String {
     let mut part = String::with_capacity(text.len());
     for byte in text.bytes() {
         if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_') {
