@@ -669,10 +669,12 @@ impl LocalAnalytics {
         self.front.handshakes()
     }
 
-    /// Environment variables for a function using this S3 (over TLS).
+    /// Environment variables for a function using this S3 and Step
+    /// Functions (over TLS).
     pub fn env(&self) -> Vec<(&str, &str)> {
         vec![
             ("AWS_ENDPOINT_URL_S3", &self.s3_endpoint),
+            ("AWS_ENDPOINT_URL_SFN", &self.s3_endpoint),
             (local_stack::tls_front::CA_FILE_VARIABLE, ca_file()),
         ]
     }

@@ -182,6 +182,7 @@ fn hash_machine(analytics: &LocalAnalytics, name: &str, catch: bool) -> String {
         .client()
         .create_state_machine(&StateMachine {
             logical_id: name.to_owned(),
+            name: name.to_owned(),
             kind: "STANDARD".to_owned(),
             definition,
         })
@@ -220,6 +221,9 @@ fn the_templates_report_state_machine_answers_as_one_invocation_does() {
     let mut analytics = LocalAnalytics::new();
     let mut env = dynamodb.env();
     env.extend(analytics.env());
+    // No time to read a day in the daily report's own invocation: every day
+    // goes to the state machine (only the daily report reads this).
+    env.extend([("REPORT_DAY_SECONDS", "0"), ("REPORT_LATE_DAYS", "0")]);
     let (pool, api) = served("arrow-worker", &env, 2);
     analytics.start(&api.endpoint());
     assert_eq!(analytics.buckets(), ["AnalyticsBucket"]);
@@ -251,6 +255,9 @@ fn the_templates_report_state_machine_answers_as_one_invocation_does() {
     assert_eq!(output["groups"].as_array().map(Vec::len), Some(50));
     each_segment_stored_its_partial_under_the_execution_name(&analytics);
     any_execution_name_names_a_run(&analytics, &direct);
+    a_day_too_large_for_one_invocation_is_reported_by_the_state_machine(
+        &analytics, &pool, &runtime, &dynamodb,
+    );
 
     // A segment the worker refuses fails the execution with its errorType,
     // its message in the cause (InvalidRequest is not retried).
@@ -305,6 +312,75 @@ fn each_segment_stored_its_partial_under_the_execution_name(analytics: &LocalAna
         let expected = arrow_worker::partial::key(run_id, segment, 4, attempt);
         assert_eq!(key, &expected);
     }
+}
+
+/// The worker hands a day it has no time to read to the state machine (by
+/// the ARN the template builds from its name), whose merge saves the report
+/// the day's orders make; a retry of the run starts nothing new.
+fn a_day_too_large_for_one_invocation_is_reported_by_the_state_machine(
+    analytics: &LocalAnalytics,
+    pool: &Pool,
+    runtime: &tokio::runtime::Runtime,
+    dynamodb: &LocalDynamoDb,
+) {
+    let invoke = |payload: Value| {
+        pool.invoke(payload.to_string())
+            .and_then(|answer| answer.json())
+            .unwrap_or_else(|e| panic!("{e}"))
+    };
+    // The sample orders' day, read directly for comparison.
+    let day = json!({"group_by": "currency",
+                     "from": "2026-11-01T00:00:00Z", "to": "2026-11-02T00:00:00Z"});
+    let direct = invoke(json!({"operation": "aggregate", "query": day}));
+    assert!(direct["rows"]["matched"].as_u64() > Some(0), "{direct}");
+    let report = json!({"operation": "daily_report", "scheduled_time": "2026-11-02T00:15:00Z"});
+    let started = invoke(report.clone());
+    assert!(started.get("groups").is_none(), "{started}");
+    let name = started["fanned_out"][0]["execution"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no fan-out: {started}"));
+    assert_eq!(started["fanned_out"][0]["total_segments"], json!(4));
+    let machine = analytics.state_machine_arn(LocalAnalytics::REPORT);
+    let execution = format!(
+        "{}:{name}",
+        machine.replacen(":stateMachine:", ":execution:", 1)
+    );
+    let ended = analytics
+        .client()
+        .wait(&execution, std::time::Duration::from_secs(120))
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(ended.succeeded(), "{ended:?}");
+    let output = ended.output.expect("output");
+    assert_eq!(output["report_id"], "daily/2026-11-01", "{output}");
+    assert_eq!(output["as_of"], "2026-11-02T00:15:00Z", "{output}");
+    // The saved report is what the day's orders make.
+    let item = runtime
+        .block_on(
+            dynamodb
+                .server
+                .client()
+                .get_item()
+                .table_name("ReportsTable")
+                .key(
+                    "report_id",
+                    aws_sdk_dynamodb::types::AttributeValue::S("daily/2026-11-01".into()),
+                )
+                .send(),
+        )
+        .unwrap_or_else(|e| panic!("{e:?}"));
+    let body = item
+        .item()
+        .and_then(|i| i.get("body"))
+        .and_then(|b| b.as_s().ok())
+        .expect("the report item");
+    let saved: Value = serde_json::from_str(body).expect("JSON");
+    assert_eq!(saved["groups"], direct["groups"], "{saved}");
+    assert_eq!(saved["rows"]["matched"], direct["rows"]["matched"]);
+    // The same run again (Lambda's retry, or the dead letter replayed)
+    // finds its execution started: Step Functions refuses a second one of
+    // that name, which the worker takes as done.
+    let again = invoke(report);
+    assert_eq!(again["fanned_out"], started["fanned_out"], "{again}");
 }
 
 /// Any name Step Functions allows names a run (`@ + = ( )`, any script), and

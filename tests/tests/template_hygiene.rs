@@ -96,6 +96,17 @@ fn every_alarm_notifies_and_every_dead_letter_queue_has_one() {
             ));
         }
     }
+    for (machine, _) in template.resources("AWS::Serverless::StateMachine") {
+        let failed = alarms.iter().any(|a| {
+            a.namespace == "AWS/States"
+                && a.metric == "ExecutionsFailed"
+                && a.dimensions
+                    .contains(&("StateMachineArn".to_owned(), machine.clone()))
+        });
+        if !failed {
+            missing.push(format!("{machine} has no alarm on its failed executions"));
+        }
+    }
     assert!(missing.is_empty(), "{}", missing.join("\n"));
 }
 
@@ -305,4 +316,31 @@ fn the_connection_check_key_is_the_codes() {
         &serde_json::json!([CONNECTION_CHECK_ID]),
         "{get_item}"
     );
+}
+
+/// The worker starts the report state machine by an ARN built from the
+/// machine's `Name` (a reference would be circular): the environment, the
+/// grant and the name must spell the same machine.
+#[test]
+fn the_worker_may_start_exactly_the_report_state_machine() {
+    let template = least_privilege::transformed(&workspace_root().join("template.yaml"))
+        .expect("the SAM transform of template.yaml");
+    let resources = &template["Resources"];
+    let name = &resources["OrdersReportStateMachine"]["Properties"]["StateMachineName"];
+    assert_eq!(
+        name,
+        &serde_json::json!({"Fn::Sub": "${AWS::StackName}-orders-report"})
+    );
+    let arn = serde_json::json!({"Fn::Sub": "arn:${AWS::Partition}:states:${AWS::Region}:${AWS::AccountId}:stateMachine:${AWS::StackName}-orders-report"});
+    let env = &resources["ArrowWorkerFunction"]["Properties"]["Environment"]["Variables"];
+    assert_eq!(env["REPORT_STATE_MACHINE_ARN"], arn);
+    let statements =
+        &resources["ArrowWorkerRole"]["Properties"]["Policies"][0]["PolicyDocument"]["Statement"];
+    let start = statements
+        .as_array()
+        .expect("statements")
+        .iter()
+        .find(|s| s["Action"].to_string().contains("states:StartExecution"))
+        .expect("a StartExecution statement");
+    assert_eq!(start["Resource"], arn, "{start}");
 }

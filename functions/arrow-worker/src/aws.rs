@@ -1,22 +1,35 @@
-//! The [`Store`] on AWS: the DynamoDB tables, and the analytics bucket when
-//! one is configured (`ANALYTICS_BUCKET`).
+//! The [`Store`] on AWS: the DynamoDB tables, the analytics bucket when one
+//! is configured (`ANALYTICS_BUCKET`), and the report state machine when one
+//! is (`REPORT_STATE_MACHINE_ARN`).
 
 use crate::columns::Item;
 use crate::dynamodb::DynamoTables;
 use crate::s3::S3Objects;
-use crate::store::{ObjectError, ObjectFault, Page, PutMode, Report, Source, Store, StoreError};
+use crate::step_functions::FanOuts;
+use crate::store::{
+    FanOutError, ObjectError, ObjectFault, Page, PutMode, Report, Source, Store, StoreError,
+};
 
-/// Orders and reports in DynamoDB, answers in S3.
+/// Orders and reports in DynamoDB, answers in S3, fan-outs on Step Functions.
 #[derive(Debug, Clone)]
 pub struct AwsStore {
     tables: DynamoTables,
     objects: Option<S3Objects>,
+    fan_outs: Option<FanOuts>,
 }
 
 impl AwsStore {
-    /// The store of `tables` and, if configured, `objects`.
-    pub fn new(tables: DynamoTables, objects: Option<S3Objects>) -> Self {
-        Self { tables, objects }
+    /// The store of `tables` and, if configured, `objects` and `fan_outs`.
+    pub fn new(
+        tables: DynamoTables,
+        objects: Option<S3Objects>,
+        fan_outs: Option<FanOuts>,
+    ) -> Self {
+        Self {
+            tables,
+            objects,
+            fan_outs,
+        }
     }
 
     /// Open `dynamodb` connections to DynamoDB and one to S3 (if a bucket is
@@ -61,5 +74,15 @@ impl Store for AwsStore {
 
     async fn get_object(&self, key: &str, max_bytes: usize) -> Result<Vec<u8>, ObjectError> {
         self.objects()?.get(key, max_bytes).await
+    }
+
+    async fn start_fan_out(&self, name: &str, input: String) -> Result<(), FanOutError> {
+        let fan_outs = self.fan_outs.as_ref().ok_or_else(|| {
+            FanOutError(
+                "no report state machine: set REPORT_STATE_MACHINE_ARN (template.yaml sets it)"
+                    .into(),
+            )
+        })?;
+        fan_outs.start(name, input).await
     }
 }

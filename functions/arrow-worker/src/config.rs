@@ -1,6 +1,6 @@
 //! The Arrow worker's settings, read and validated once at cold start.
 
-use shared::config::{ConfigError, Env, number_or, table_name};
+use shared::config::{ConfigError, Env, number_or, parse_in_range, table_name};
 use std::time::Duration;
 
 /// Memory size assumed when `AWS_LAMBDA_FUNCTION_MEMORY_SIZE` is unset (tests, tools).
@@ -82,6 +82,14 @@ pub struct Config {
     /// `REPORT_LATE_DAYS`: how many days before the reported one each
     /// scheduled daily report computes again, to count orders stored late.
     pub report_late_days: u32,
+    /// `REPORT_STATE_MACHINE_ARN`: the report state machine, which a daily
+    /// report hands a day too large for one invocation to; without it, such
+    /// a day fails with `DeadlineTooShort`.
+    pub report_state_machine: Option<String>,
+    /// `REPORT_DAY_SECONDS`: the most time a daily report reads one day
+    /// itself before it hands the day to the state machine. Default: the
+    /// invocation's time left, shared evenly among the days still to read.
+    pub report_day_time: Option<Duration>,
 }
 
 /// Days a scheduled daily report looks back by default (`REPORT_LATE_DAYS`).
@@ -107,6 +115,31 @@ fn bucket(env: &dyn Env) -> Result<Option<String>, ConfigError> {
         ));
     }
     Ok(Some(name))
+}
+
+/// `REPORT_STATE_MACHINE_ARN`, if set: a Step Functions state machine's ARN.
+fn state_machine(env: &dyn Env) -> Result<Option<String>, ConfigError> {
+    let Some(arn) = env
+        .get("REPORT_STATE_MACHINE_ARN")?
+        .filter(|a| !a.is_empty())
+    else {
+        return Ok(None);
+    };
+    let parts: Vec<&str> = arn.split(':').collect();
+    let valid = arn.len() <= 256
+        && parts.len() == 7
+        && parts[0] == "arn"
+        && parts[2] == "states"
+        && parts[5] == "stateMachine"
+        && !parts[6].is_empty();
+    if !valid {
+        return Err(ConfigError::new(
+            "REPORT_STATE_MACHINE_ARN",
+            &arn,
+            "must be a state machine's ARN: arn:aws:states:<region>:<account>:stateMachine:<name>",
+        ));
+    }
+    Ok(Some(arn))
 }
 
 impl Config {
@@ -155,6 +188,12 @@ impl Config {
                 0..=u64::from(MAX_REPORT_LATE_DAYS),
             )?)
             .unwrap_or(DEFAULT_REPORT_LATE_DAYS),
+            report_state_machine: state_machine(env)?,
+            report_day_time: env
+                .get("REPORT_DAY_SECONDS")?
+                .map(|raw| parse_in_range("REPORT_DAY_SECONDS", &raw, 0..=900))
+                .transpose()?
+                .map(Duration::from_secs),
         })
     }
 }
@@ -232,6 +271,13 @@ mod tests {
             ("ARENA_WAIT_MS", "-1"),
             ("MAX_ROWS", "0"),
             ("REPORT_LATE_DAYS", "15"),
+            ("REPORT_DAY_SECONDS", "901"),
+            ("REPORT_DAY_SECONDS", "soon"),
+            ("REPORT_STATE_MACHINE_ARN", "OrdersReportStateMachine"),
+            (
+                "REPORT_STATE_MACHINE_ARN",
+                "arn:aws:lambda:eu-west-1:123456789012:function:report",
+            ),
         ] {
             let env = [TABLES[0], TABLES[1], (setting, value)];
             let err = Config::from_env(&env.as_slice()).unwrap_err();
@@ -268,6 +314,23 @@ mod tests {
             Config::from_env(&TABLES).map(|c| c.prewarm),
             Ok(Prewarm::Off)
         );
+    }
+
+    #[test]
+    fn a_report_state_machine_is_optional() {
+        let config = Config::from_env(&TABLES).unwrap();
+        assert_eq!(config.report_state_machine, None);
+        assert_eq!(config.report_day_time, None);
+        let arn = "arn:aws:states:eu-west-1:123456789012:stateMachine:orders-report";
+        let env = [
+            TABLES[0],
+            TABLES[1],
+            ("REPORT_STATE_MACHINE_ARN", arn),
+            ("REPORT_DAY_SECONDS", "0"),
+        ];
+        let config = Config::from_env(&env).unwrap();
+        assert_eq!(config.report_state_machine.as_deref(), Some(arn));
+        assert_eq!(config.report_day_time, Some(Duration::ZERO));
     }
 
     #[test]

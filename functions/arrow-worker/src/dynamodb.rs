@@ -109,15 +109,25 @@ impl DynamoTables {
                 })?;
                 (output.items, output.last_evaluated_key)
             }
-            Source::DayShard(key) => {
+            Source::DayShard {
+                key,
+                from_ms,
+                to_ms,
+            } => {
                 names.insert("#day".to_owned(), attr::DAY_SHARD.to_owned());
+                names.insert("#at".to_owned(), attr::CREATED_AT_MS.to_owned());
+                // BETWEEN is inclusive: the last millisecond before `to_ms`.
+                let last = to_ms.saturating_sub(1);
+                let number = |n: i64| AttributeValue::N(n.to_string());
                 let request = self
                     .client
                     .query()
                     .table_name(&self.orders)
                     .index_name(DAY_INDEX)
-                    .key_condition_expression("#day = :day")
+                    .key_condition_expression("#day = :day AND #at BETWEEN :from AND :last")
                     .expression_attribute_values(":day", AttributeValue::S(key.clone()))
+                    .expression_attribute_values(":from", number(*from_ms))
+                    .expression_attribute_values(":last", number(last))
                     .set_exclusive_start_key(start)
                     .projection_expression(expression)
                     .set_expression_attribute_names(Some(names));

@@ -7,7 +7,7 @@ use crate::answer::Unanswerable;
 use crate::merge::MergeError;
 use crate::query::BadRequest;
 use crate::scan::ScanError;
-use crate::store::{ObjectError, ObjectFault, StoreError};
+use crate::store::{FanOutError, ObjectError, ObjectFault, StoreError};
 use lambda_runtime::Diagnostic;
 
 /// A failed request; [`Error::error_type`] is the error type the caller sees.
@@ -24,6 +24,10 @@ pub enum Error {
     /// A report could not be saved: `DynamoDBError`.
     #[error("report not saved: {0}")]
     Report(#[from] StoreError),
+    /// A day too large for one invocation could not be handed to the
+    /// report state machine: `StepFunctionsError`.
+    #[error("the day's fan-out was not started: {0}")]
+    FanOut(#[from] FanOutError),
     /// The aggregation failed: `AggregationFailed`.
     #[error(transparent)]
     Aggregate(#[from] AggregateError),
@@ -90,6 +94,7 @@ impl Error {
                 "DeadlineTooShort"
             }
             Error::Scan(ScanError::Store(_)) | Error::Report(_) => "DynamoDBError",
+            Error::FanOut(_) => "StepFunctionsError",
             Error::Aggregate(_) | Error::Pool(_) => "AggregationFailed",
             Error::Answer(Unanswerable::TooLarge(_)) => "AnswerTooLarge",
             Error::Objects(e) => match e.fault {
@@ -186,6 +191,10 @@ mod tests {
                 "DeadlineTooShort",
             ),
             (Error::Encode("no IPC".into()), "InternalError"),
+            (
+                Error::from(FanOutError("throttled".into())),
+                "StepFunctionsError",
+            ),
         ];
         for (error, error_type) in cases {
             let message = error.to_string();

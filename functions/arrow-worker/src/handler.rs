@@ -27,16 +27,16 @@ use crate::partial::{self, ANSWERS_PREFIX, StoredPartial};
 use crate::query::{BadRequest, Query, Segment};
 use crate::report::{self, DayTotals, Plan};
 use crate::request::{self, Request};
-use crate::scan::{Scanned, scan};
+use crate::scan::{ScanError, Scanned, scan};
 use crate::store::{ObjectFault, PutMode, Report, Source, Store};
 use futures::StreamExt;
 use lambda_runtime::{Diagnostic, LambdaEvent};
 use serde_json::Value;
 use shared::arena::Prewarm;
 use shared::invocation::Deadline;
-use shared::orders::{DAY_SHARDS, day_shard_key};
+use shared::orders::DAY_SHARDS;
 use std::time::{Duration, Instant};
-use time::Date;
+use time::{Date, OffsetDateTime};
 use tokio::sync::Semaphore;
 
 /// Largest report item body: DynamoDB items hold at most 400 KB.
@@ -94,7 +94,11 @@ impl<S: Store> Handler<S> {
         let faults = shared::memory::minor_faults();
         let cpu = shared::memory::cpu_time();
         let (prewarmed, waited) = self.wait_for_prewarm().await;
-        let (mut answer, reply) = self.answer(payload, deadline).await?;
+        let (mut answer, reply) = match self.answer(payload, deadline).await? {
+            Outcome::Answered(answer, reply) => (*answer, reply),
+            // The reported day was handed to the state machine: no answer yet.
+            Outcome::Started(summary) => return Ok(summary),
+        };
         answer.run = Run {
             cold_start: shared::invocation::is_cold_start(),
             duration_ms: started.elapsed().as_secs_f64() * 1e3,
@@ -122,8 +126,8 @@ impl<S: Store> Handler<S> {
                     .await
             }
             // The fan-out's last state: its answer must fit in a state.
-            Reply::Merged => {
-                self.deliver(&answer, none, request_id, MAX_STATE_BYTES)
+            Reply::Merged(fields) => {
+                self.deliver(&answer, fields, request_id, MAX_STATE_BYTES)
                     .await
             }
             Reply::Report(fields) => {
@@ -179,23 +183,37 @@ impl<S: Store> Handler<S> {
         (done, started.elapsed())
     }
 
-    async fn answer(&self, payload: Value, deadline: Deadline) -> Result<(Answer, Reply), Error> {
+    async fn answer(&self, payload: Value, deadline: Deadline) -> Result<Outcome, Error> {
+        let answered = |answer, reply| Ok(Outcome::Answered(Box::new(answer), reply));
         match request::parse(payload)? {
             Request::Aggregate {
                 query,
                 segment,
                 total_segments,
                 run_id,
+                day,
             } => {
                 let segment = request::segment(segment, total_segments)?;
+                let day = day.as_deref().map(report::parse_day).transpose()?;
+                let query = match day {
+                    Some(day) => report::within_day(query, day)?,
+                    None => query,
+                };
+                let sources = match (day, segment) {
+                    (Some(day), Some(segment)) => vec![report::segment_source(day, segment)?],
+                    (Some(day), None) => report::day_sources(day)?,
+                    (None, segment) => self.sources(segment),
+                };
                 match (run_id, segment) {
                     (None, segment) => {
-                        let sources = self.sources(segment);
                         let answer = self.read_and_aggregate(query, sources, segment, deadline);
-                        Ok((answer.await?, Reply::Answer))
+                        answered(answer.await?, Reply::Answer)
                     }
                     (Some(run_id), Some(segment)) => {
-                        self.store_partial(query, segment, run_id, deadline).await
+                        let (answer, stored) = self
+                            .store_partial(query, segment, sources, run_id, deadline)
+                            .await?;
+                        answered(answer, Reply::Stored(stored))
                     }
                     (Some(_), None) => Err(BadRequest(
                         "run_id goes with segment and total_segments: it names a fan-out".into(),
@@ -203,16 +221,40 @@ impl<S: Store> Handler<S> {
                     .into()),
                 }
             }
-            Request::Merge { partials } => Ok((merge(partials)?, Reply::Answer)),
-            Request::MergeStored { run_id, partials } => {
-                let merged = self.merge_stored(&run_id, partials, deadline);
-                Ok((merged.await?, Reply::Merged))
+            Request::Merge { partials } => answered(merge(partials)?, Reply::Answer),
+            Request::MergeStored {
+                run_id,
+                partials,
+                report,
+            } => {
+                let merged = self.merge_stored(&run_id, partials, deadline).await?;
+                let Some(report) = report else {
+                    return answered(merged, Reply::Merged(serde_json::Map::new()));
+                };
+                // A day's report fanned out: saved as the run that started it
+                // would have saved it.
+                let day = report::parse_day(&report.day)?;
+                let late_days = self.config.report_late_days;
+                let plan = report::plan(None, Some(&report.as_of), OffsetDateTime::now_utc(), 0)?;
+                let plan = Plan {
+                    days: vec![day],
+                    late_days,
+                    ..plan
+                };
+                if merged.query != report::query(day)? {
+                    return Err(BadRequest(format!(
+                        "the partials answer another question than the report of {day}"
+                    ))
+                    .into());
+                }
+                self.save_report(day, &merged, &plan).await?;
+                answered(merged, Reply::Merged(report_fields(day, &plan)))
             }
             Request::DailyReport {
                 day,
                 scheduled_time,
             } => {
-                let now = time::OffsetDateTime::now_utc();
+                let now = OffsetDateTime::now_utc();
                 let late_days = self.config.report_late_days;
                 let plan = report::plan(day.as_deref(), scheduled_time.as_deref(), now, late_days)?;
                 self.daily_report(&plan, deadline).await
@@ -221,53 +263,102 @@ impl<S: Store> Handler<S> {
     }
 
     /// Report every day of `plan` (the reported one first), each saved as
-    /// its report item: the reported day's answer, with where it was saved.
-    async fn daily_report(
-        &self,
-        plan: &Plan,
-        deadline: Deadline,
-    ) -> Result<(Answer, Reply), Error> {
-        let (&day, earlier) = plan
-            .days
-            .split_first()
-            .ok_or_else(|| BadRequest("no day to report".into()))?;
-        let answer = self.report_day(day, plan, deadline).await?;
-        let mut recomputed = Vec::new();
-        for &day in earlier {
-            self.report_day(day, plan, deadline).await?;
-            recomputed.push(report::report_id(day));
+    /// its report item or handed to the state machine: the reported day's
+    /// answer, with where it was saved and what was handed on.
+    async fn daily_report(&self, plan: &Plan, deadline: Deadline) -> Result<Outcome, Error> {
+        // An invocation of this function has this long: a segment's time.
+        let segment_time = deadline.remaining();
+        let mut reported = None;
+        let (mut recomputed, mut fanned_out) = (Vec::new(), Vec::new());
+        for (done, &day) in plan.days.iter().enumerate() {
+            let days_left = u32::try_from(plan.days.len() - done).unwrap_or(1);
+            match self.report_day(day, plan, deadline, days_left).await? {
+                DayReport::Saved(answer) if done == 0 => reported = Some(answer),
+                DayReport::Saved(_) => recomputed.push(report::report_id(day)),
+                DayReport::TooLarge { covered, spent } => {
+                    let slices = report::slices_for(covered, spent, segment_time);
+                    let total_segments = slices * DAY_SHARDS;
+                    let name = report::execution_name(day, plan);
+                    let input = report::fan_out_input(day, plan, total_segments);
+                    self.store.start_fan_out(&name, input).await?;
+                    tracing::info!(
+                        report = report::report_id(day),
+                        execution = name,
+                        total_segments,
+                        "day handed to the report state machine"
+                    );
+                    fanned_out.push(serde_json::json!({
+                        "report_id": report::report_id(day),
+                        "execution": name,
+                        "total_segments": total_segments,
+                    }));
+                }
+            }
         }
-        let fields = serde_json::json!({
-            "report_id": report::report_id(day),
-            "final": plan.is_final(day),
-            "as_of": plan.as_of_text(),
-            "recomputed": recomputed,
-        });
-        let fields = fields.as_object().cloned().unwrap_or_default();
-        Ok((answer, Reply::Report(fields)))
+        let day = plan
+            .days
+            .first()
+            .copied()
+            .ok_or_else(|| BadRequest("no day to report".into()))?;
+        let mut fields = report_fields(day, plan);
+        fields.insert("recomputed".into(), Value::from(recomputed));
+        fields.insert("fanned_out".into(), Value::from(fanned_out));
+        Ok(match reported {
+            Some(answer) => Outcome::Answered(Box::new(answer), Reply::Report(fields)),
+            None => Outcome::Started(Value::Object(fields)),
+        })
     }
 
     /// Read `day` from the day index page by page (memory follows its
-    /// groups), and save it as its report item.
+    /// groups) and save it as its report item; or, when a state machine can
+    /// take it and the day is not read within this day's share of the time
+    /// (one of `days_left`), say how far the reading got.
     async fn report_day(
         &self,
         day: Date,
         plan: &Plan,
         deadline: Deadline,
-    ) -> Result<Answer, Error> {
+        days_left: u32,
+    ) -> Result<DayReport, Error> {
         let query = report::query(day)?;
         let window = query.validate()?;
-        let name = day.to_string();
-        let shards = (0..DAY_SHARDS).map(|s| Source::DayShard(day_shard_key(&name, s)));
         let max_groups = usize::try_from(self.config.max_rows).unwrap_or(usize::MAX);
-        let totals = || DayTotals::new(window, max_groups);
-        let scanned = scan(&self.store, shards, query.group_by, None, deadline, totals).await?;
+        let progress = report::Progress::default();
+        let totals = || DayTotals::new(window, max_groups, &progress);
+        let hand_on = self.config.report_state_machine.is_some();
+        let share = match self.config.report_day_time {
+            Some(time) => time,
+            None => deadline.remaining() / days_left.max(1),
+        };
+        let read_by = match hand_on {
+            true => deadline.min(Deadline::at(Instant::now() + share)),
+            false => deadline,
+        };
+        let started = Instant::now();
+        let sources = report::day_sources(day)?;
+        let scanned = scan(&self.store, sources, query.group_by, None, read_by, totals).await;
+        let scanned = match scanned {
+            Err(Error::Scan(ScanError::Deadline { .. })) if hand_on => {
+                let (from_ms, to_ms) = report::bounds(day)?;
+                return Ok(DayReport::TooLarge {
+                    covered: progress.covered(from_ms, to_ms),
+                    spent: started.elapsed(),
+                });
+            }
+            scanned => scanned?,
+        };
         let (groups, matched) = scanned.collected.finish();
         let mut rows = scanned.rows;
         rows.matched = matched;
         let mut answer = Answer::new(query, None, groups, rows)?;
         answer.run.pages = scanned.pages;
-        let body = serde_json::to_string(&answer)
+        self.save_report(day, &answer, plan).await?;
+        Ok(DayReport::Saved(answer))
+    }
+
+    /// Save `answer` as `day`'s report item in the run `plan`.
+    async fn save_report(&self, day: Date, answer: &Answer, plan: &Plan) -> Result<(), Error> {
+        let body = serde_json::to_string(answer)
             .map_err(|e| Error::Answer(Unanswerable::NotSerialisable(e)))?;
         if body.len() > MAX_REPORT_BYTES {
             return Err(BadRequest(format!(
@@ -286,22 +377,23 @@ impl<S: Store> Handler<S> {
         tracing::info!(
             report = report.id,
             is_final = report.is_final,
-            orders = matched,
+            orders = answer.rows.matched,
             "report saved"
         );
-        Ok(answer)
+        Ok(())
     }
 
-    /// Aggregate `segment` and store every group of it in the bucket.
+    /// Aggregate `segment` (read from `sources`) and store every group of
+    /// it in the bucket: the answer, and the reference to it.
     async fn store_partial(
         &self,
         query: Query,
         segment: Segment,
+        sources: Vec<Source>,
         run_id: String,
         deadline: Deadline,
-    ) -> Result<(Answer, Reply), Error> {
+    ) -> Result<(Answer, StoredPartial), Error> {
         partial::check_run_id(&run_id)?;
-        let sources = [Source::of(segment)];
         let (groups, rows, pages) = self.read(&query, sources, deadline).await?;
         let mut answer = Answer::stored_partial(query, segment, groups, rows);
         answer.run.pages = pages;
@@ -318,7 +410,7 @@ impl<S: Store> Handler<S> {
         self.store
             .put_object(&key, bytes, PutMode::CreateOnly)
             .await?;
-        Ok((answer, Reply::Stored(stored)))
+        Ok((answer, stored))
     }
 
     /// Read every stored partial of run `run_id` (a few at a time, at most
@@ -471,13 +563,46 @@ impl<S: Store> Handler<S> {
     }
 }
 
+/// What an invocation answers.
+#[derive(Debug)]
+enum Outcome {
+    /// An answer, and how to reply with it.
+    Answered(Box<Answer>, Reply),
+    /// No answer: the work was handed to the state machine; what was started.
+    Started(Value),
+}
+
+/// How a daily report's day ended.
+#[derive(Debug)]
+enum DayReport {
+    /// Read and saved.
+    Saved(Answer),
+    /// Not read within its share of the time: the fraction of the day its
+    /// slowest shard got through (`None`: no page came), in `spent`.
+    TooLarge {
+        covered: Option<f64>,
+        spent: Duration,
+    },
+}
+
+/// What a report's answer says besides its groups: where it was saved, the
+/// time it stands for, whether it is final.
+fn report_fields(day: Date, plan: &Plan) -> serde_json::Map<String, Value> {
+    let mut fields = serde_json::Map::new();
+    fields.insert("report_id".into(), Value::from(report::report_id(day)));
+    fields.insert("final".into(), Value::from(plan.is_final(day)));
+    fields.insert("as_of".into(), Value::from(plan.as_of_text()));
+    fields
+}
+
 /// What an invocation answers besides its [`Answer`].
 #[derive(Debug)]
 enum Reply {
     /// The answer itself.
     Answer,
-    /// The answer of a stored fan-out's merge, kept within a state's limit.
-    Merged,
+    /// The answer of a stored fan-out's merge, kept within a state's limit,
+    /// with these fields added (a day's report: where it was saved).
+    Merged(serde_json::Map<String, Value>),
     /// The answer of a daily report, with these fields added (where it was
     /// saved, whether it is final, which earlier days were computed again).
     Report(serde_json::Map<String, Value>),

@@ -9,7 +9,7 @@
 //!
 //! Layers, each importing only those listed before it: `query` (the
 //! vocabulary) · `answer` · `partial` · `request` · `columns` · `store` ·
-//! `dynamodb` · `s3` · `aws` · `scan` · `aggregate` · `merge` · `warm_up` ·
+//! `dynamodb` · `s3` · `step_functions` · `aws` · `scan` · `aggregate` · `merge` · `warm_up` ·
 //! `config` · `error` · `report` · `handler`.
 
 pub mod aggregate;
@@ -27,5 +27,6 @@ pub mod report;
 pub mod request;
 pub mod s3;
 pub mod scan;
+pub mod step_functions;
 pub mod store;
 pub mod warm_up;

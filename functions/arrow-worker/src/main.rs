@@ -50,7 +50,11 @@ async fn main() -> Result<(), Error> {
             .build();
         S3Objects::new(aws_sdk_s3::Client::from_conf(s3), bucket)
     });
-    let store = AwsStore::new(tables, objects);
+    let fan_outs = config
+        .report_state_machine
+        .as_ref()
+        .map(|arn| arrow_worker::step_functions::FanOuts::new(aws_sdk_sfn::Client::new(&aws), arn));
+    let store = AwsStore::new(tables, objects, fan_outs);
     // The connections one request reads on at once: a scan per worker, or
     // the daily report's shards.
     if shared::aws::opens_connections(&init, &aws) {

@@ -5,7 +5,9 @@
 //! {"operation": "aggregate", "query": {"group_by": "day"}, "segment": 0, "total_segments": 4}
 //! {"operation": "aggregate", "query": {"group_by": "customer"}, "segment": 0, "total_segments": 64, "run_id": "r-1"}
 //! {"operation": "merge", "partials": [ ...answers of the segments... ]}
+//! {"operation": "aggregate", "query": {"group_by": "currency"}, "day": "2026-11-21", "segment": 5, "total_segments": 8, "run_id": "r-2"}
 //! {"operation": "merge_stored", "run_id": "r-1", "partials": [ ...references the segments returned... ]}
+//! {"operation": "merge_stored", "run_id": "r-2", "partials": [ ... ], "report": {"day": "2026-11-21", "as_of": "2026-11-22T00:15:00Z"}}
 //! {"operation": "daily_report", "scheduled_time": "2026-11-22T00:15:00Z"}
 //! {"operation": "daily_report", "day": "2026-11-21"}
 //! ```
@@ -35,6 +37,11 @@ pub enum Request {
         /// the analytics bucket and a [`StoredPartial`] returned instead.
         #[serde(default)]
         run_id: Option<String>,
+        /// Read one UTC day (`2026-11-21`) through the day index instead of
+        /// scanning the table; a segment then reads one shard of one slice of
+        /// the day (see `report.rs`). The query's window defaults to the day.
+        #[serde(default)]
+        day: Option<String>,
     },
     /// Combine the answers of every segment of one fan-out.
     Merge {
@@ -47,6 +54,10 @@ pub enum Request {
         run_id: String,
         /// The references the segments returned, one per segment, in any order.
         partials: Vec<StoredPartial>,
+        /// Save the merged answer as this day's report item (a day's report
+        /// fanned out by the state machine).
+        #[serde(default)]
+        report: Option<ReportOf>,
     },
     /// Aggregate UTC days by currency and store each as a report item: the
     /// day before `scheduled_time` and the days before it that may still
@@ -60,6 +71,16 @@ pub enum Request {
         #[serde(default)]
         scheduled_time: Option<String>,
     },
+}
+
+/// The report a merged fan-out is saved as.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReportOf {
+    /// The reported day (`2026-11-21`).
+    pub day: String,
+    /// The time the report stands for (RFC 3339): the scheduled run's.
+    pub as_of: String,
 }
 
 /// Most characters of the decoder's reason in an error (serde quotes an

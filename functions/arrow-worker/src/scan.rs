@@ -172,7 +172,7 @@ pub async fn scan<S: Store, C: Collect>(
 mod tests {
     use super::*;
     use crate::columns::Item;
-    use crate::store::{ObjectError, Page, PutMode, Report};
+    use crate::store::{FanOutError, ObjectError, Page, PutMode, Report};
     use std::time::{Duration, Instant};
 
     /// A table of empty pages, each naming a next one, up to `pages` requests
@@ -207,6 +207,10 @@ mod tests {
 
         async fn get_object(&self, _: &str, _: usize) -> Result<Vec<u8>, ObjectError> {
             Ok(Vec::new())
+        }
+
+        async fn start_fan_out(&self, _: &str, _: String) -> Result<(), FanOutError> {
+            Ok(())
         }
     }
 

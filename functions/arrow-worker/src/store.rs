@@ -18,8 +18,17 @@ pub enum Source {
         /// The scan's segment count.
         total_segments: u32,
     },
-    /// `Query` of the day index for one [`shared::orders::day_shard_key`].
-    DayShard(String),
+    /// `Query` of the day index for one [`shared::orders::day_shard_key`],
+    /// the orders created in `from_ms..to_ms` (the whole day, or a slice of
+    /// it for one segment of a day's fan-out).
+    DayShard {
+        /// The shard's key: `2026-11-21#3`.
+        key: String,
+        /// Inclusive lower bound of `created_at_ms`.
+        from_ms: i64,
+        /// Exclusive upper bound of `created_at_ms`.
+        to_ms: i64,
+    },
 }
 
 impl Source {
@@ -113,7 +122,7 @@ pub struct Report {
     pub is_final: bool,
 }
 
-/// Orders to read, reports and answers to write.
+/// Orders to read, reports and answers to write, fan-outs to start.
 pub trait Store: Send + Sync {
     /// One page of `source`, starting after `start`.
     fn read_page(
@@ -139,4 +148,19 @@ pub trait Store: Send + Sync {
         key: &str,
         max_bytes: usize,
     ) -> impl Future<Output = Result<Vec<u8>, ObjectError>> + Send;
+
+    /// Start the report state machine as the execution `name` with `input`
+    /// (JSON). Starting a name that already runs or ran is no error: a retry
+    /// of the run that started it.
+    fn start_fan_out(
+        &self,
+        name: &str,
+        input: String,
+    ) -> impl Future<Output = Result<(), FanOutError>> + Send;
 }
+
+/// A fan-out that could not be started (after the SDK's retries), or no
+/// state machine is configured.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct FanOutError(pub String);

@@ -438,16 +438,19 @@ async fn work_past_the_deadline_fails_with_deadline_too_short() {
 
 /// The `rows.matched` of the saved report `id`, and whether it is final.
 fn saved(store: &MemoryStore, id: &str) -> (u64, bool) {
+    let (body, is_final) = report(store, id);
+    (body["rows"]["matched"].as_u64().unwrap_or(0), is_final)
+}
+
+/// The saved body of report `id`, and whether it is final.
+fn report(store: &MemoryStore, id: &str) -> (Value, bool) {
     let report = store
         .reports()
         .into_iter()
         .find(|r| r.id == id)
         .unwrap_or_else(|| panic!("no report {id}"));
-    let body: Value = serde_json::from_str(&report.body).expect("JSON");
-    (
-        body["rows"]["matched"].as_u64().unwrap_or(0),
-        report.is_final,
-    )
+    let body = serde_json::from_str(&report.body).expect("JSON");
+    (body, report.is_final)
 }
 
 #[tokio::test]
@@ -536,4 +539,92 @@ async fn a_day_of_more_orders_than_max_rows_is_reported_page_by_page() {
     assert_eq!(saved(&store, "daily/2026-11-03").0, matched);
     let scan = json!({"operation": "aggregate", "query": {"group_by": "currency"}});
     assert_eq!(call(&w, scan).await.unwrap_err().error_type, "TooManyRows");
+}
+
+#[tokio::test]
+async fn a_day_one_invocation_cannot_read_is_fanned_out_and_saved_by_its_merge() {
+    let items = arrow::items(600, 10, 5);
+    // The same days read by one invocation each, for comparison.
+    let (direct, direct_store) = handler(items.clone());
+    let scheduled = json!({"operation": "daily_report", "scheduled_time": "2026-11-04T00:15:00Z"});
+    call(&direct, scheduled.clone()).await.unwrap();
+    // No time to read a day itself: every day is handed to the state machine.
+    let arn = "arn:aws:states:us-east-1:123456789012:stateMachine:local-orders-report";
+    let (w, store) = handler_with(
+        items,
+        &[
+            ("REPORT_STATE_MACHINE_ARN", arn),
+            ("REPORT_DAY_SECONDS", "0"),
+        ],
+    );
+    let started = call(&w, scheduled.clone()).await.unwrap();
+    assert!(started.get("groups").is_none(), "{started}");
+    assert_eq!(started["report_id"], "daily/2026-11-03");
+    let fanned_out = started["fanned_out"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let ids: Vec<&str> = fanned_out
+        .iter()
+        .filter_map(|f| f["report_id"].as_str())
+        .collect();
+    assert_eq!(
+        ids,
+        ["daily/2026-11-03", "daily/2026-11-02", "daily/2026-11-01"]
+    );
+    assert!(
+        store.reports().is_empty(),
+        "nothing saved by the run itself"
+    );
+    // A retry of the run starts the same executions, no others.
+    call(&w, scheduled).await.unwrap();
+    let executions = store.fan_outs();
+    assert_eq!(executions.len(), 3, "{executions:?}");
+    assert_eq!(executions[0].0, "daily-2026-11-03-20261104T001500Z");
+
+    // What the state machine does with each input: a segment per shard and
+    // slice, then the merge, which saves the report.
+    for (name, input) in &executions {
+        let input: Value = serde_json::from_str(input).unwrap();
+        let total = input["total_segments"].as_u64().unwrap();
+        assert_eq!(total, 4, "one slice per shard when no page was read");
+        for total in [total, total * 3] {
+            let run = format!("{name}-{total}");
+            let mut refs = Vec::new();
+            for segment in 0..total {
+                let p = json!({"operation": "aggregate", "query": {"group_by": "currency"},
+                               "day": input["report"]["day"], "segment": segment,
+                               "total_segments": total, "run_id": run});
+                refs.push(call(&w, p).await.unwrap());
+            }
+            let merge = json!({"operation": "merge_stored", "run_id": run,
+                               "partials": refs, "report": input["report"]});
+            let merged = call(&w, merge).await.unwrap();
+            let id = merged["report_id"].as_str().unwrap().to_owned();
+            assert_eq!(merged["as_of"], "2026-11-04T00:15:00Z");
+            let ((body, _), (expected, _)) = (report(&store, &id), report(&direct_store, &id));
+            assert_eq!(body["groups"], expected["groups"], "{id} in {total}");
+            assert_eq!(body["rows"]["matched"], expected["rows"]["matched"]);
+            assert_eq!(body["query"], expected["query"]);
+            assert_eq!(saved(&store, &id).1, saved(&direct_store, &id).1, "final");
+        }
+    }
+    // A segment count that does not cut the day into whole slices is refused.
+    let p = json!({"operation": "aggregate", "query": {"group_by": "currency"},
+                   "day": "2026-11-03", "segment": 0, "total_segments": 6, "run_id": "r"});
+    assert_eq!(call(&w, p).await.unwrap_err().error_type, "InvalidRequest");
+}
+
+#[tokio::test]
+async fn without_a_state_machine_a_day_not_read_in_time_fails_clearly() {
+    let (w, store) = handler_with(arrow::items(600, 10, 5), &[("REPORT_DAY_SECONDS", "0")]);
+    // Its share of the time only matters when the day can be handed on.
+    let body = call(
+        &w,
+        json!({"operation": "daily_report", "day": "2026-11-03"}),
+    )
+    .await
+    .unwrap();
+    assert!(body["rows"]["matched"].as_u64().unwrap_or(0) > 0, "{body}");
+    assert!(store.fan_outs().is_empty());
 }

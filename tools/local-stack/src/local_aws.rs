@@ -7,6 +7,22 @@ use aws_sdk_dynamodb::config::{Credentials, SharedCredentialsProvider};
 
 /// The region of the local stack (local servers accept any).
 pub const REGION: &str = "us-east-1";
+/// The account of the local stack's ARNs (moto's default account).
+pub const ACCOUNT_ID: &str = "123456789012";
+/// The stack name `AWS::StackName` stands for locally.
+pub const STACK_NAME: &str = "local";
+
+/// The local value of a CloudFormation pseudo parameter (`AWS::Region`, ...).
+pub fn pseudo_parameter(name: &str) -> Option<&'static str> {
+    match name {
+        "AWS::Region" => Some(REGION),
+        "AWS::AccountId" => Some(ACCOUNT_ID),
+        "AWS::Partition" => Some("aws"),
+        "AWS::StackName" => Some(STACK_NAME),
+        "AWS::URLSuffix" => Some("amazonaws.com"),
+        _ => None,
+    }
+}
 /// Access key and secret for local servers (alphanumeric, as DynamoDB Local requires).
 pub const ACCESS_KEY: &str = "local";
 /// An endpoint where nothing listens (the discard port of loopback): a local

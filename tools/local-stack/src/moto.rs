@@ -13,8 +13,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-/// The account moto puts in the ARNs it makes (its default).
-pub const ACCOUNT_ID: &str = "123456789012";
+/// The account moto puts in the ARNs it makes (its default, the local stack's).
+pub use crate::local_aws::ACCOUNT_ID;
 
 /// A running moto server.
 #[derive(Debug)]

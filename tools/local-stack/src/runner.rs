@@ -297,6 +297,8 @@ fn start_functions(
         ("AWS_ENDPOINT_URL_DYNAMODB", dynamodb_url.as_str()),
         ("AWS_ENDPOINT_URL_SQS", sqs_url.as_str()),
         ("AWS_ENDPOINT_URL_S3", s3_url.as_str()),
+        // moto serves Step Functions on the same port as S3.
+        ("AWS_ENDPOINT_URL_SFN", s3_url.as_str()),
         (CA_FILE_VARIABLE, ca_path.as_str()),
     ]);
     let specs: Vec<_> = servers.queues.iter().map(|q| q.spec.clone()).collect();

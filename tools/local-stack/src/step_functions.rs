@@ -23,8 +23,11 @@ pub fn function_arn(logical_id: &str) -> String {
 /// An `AWS::Serverless::StateMachine` of the template, ready to create.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StateMachine {
-    /// Logical id, also its name, e.g. `OrdersReportStateMachine`.
+    /// Logical id, e.g. `OrdersReportStateMachine`.
     pub logical_id: String,
+    /// Its name: `Name` (its `!Sub` resolved with the local stack's values,
+    /// as the ARNs the template builds from it are), else the logical id.
+    pub name: String,
     /// `Type`: `STANDARD` (the default) or `EXPRESS`.
     pub kind: String,
     /// The definition (Amazon States Language), intrinsics resolved.
@@ -72,8 +75,13 @@ pub fn state_machines(template: &Template) -> Result<Vec<StateMachine>, String> 
                     .ok_or_else(|| format!("{}: {kind:?}", at("Type")))?
                     .to_owned(),
             };
+            let name = template
+                .text_property(resource, "Name")
+                .map_err(|e| at(&e))?
+                .unwrap_or_else(|| logical_id.clone());
             Ok(StateMachine {
                 logical_id,
+                name,
                 kind,
                 definition,
             })
@@ -185,7 +193,7 @@ fn substitute(value: &mut Value, substitutions: &Map<String, Value>) {
 /// A state machine created on the local Step Functions.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LocalStateMachine {
-    /// Its logical id (and name).
+    /// Its logical id.
     pub logical_id: String,
     /// Its ARN.
     pub arn: String,
@@ -279,12 +287,12 @@ impl Client {
         }
     }
 
-    /// Create `machine` (named by its logical id); its ARN.
+    /// Create `machine` (as its name); its ARN.
     pub fn create_state_machine(&self, machine: &StateMachine) -> Result<String, String> {
         let answer = self.call(
             "CreateStateMachine",
             &json!({
-                "name": machine.logical_id,
+                "name": machine.name,
                 "definition": machine.definition.to_string(),
                 "roleArn": format!("arn:aws:iam::{ACCOUNT_ID}:role/{}Role", machine.logical_id),
                 "type": machine.kind,
@@ -377,7 +385,19 @@ mod tests {
             panic!("one state machine: {machines:?}");
         };
         assert_eq!(machine.logical_id, "OrdersReportStateMachine");
+        assert_eq!(machine.name, "local-orders-report");
         assert_eq!(machine.kind, "STANDARD");
+        // The worker starts it by the ARN the template builds from its name.
+        let worker = template.function("arrow-worker").expect("worker");
+        let (_, arn) = worker
+            .env
+            .iter()
+            .find(|(name, _)| name == "REPORT_STATE_MACHINE_ARN")
+            .expect("the worker knows the state machine");
+        assert_eq!(
+            arn,
+            &format!("arn:aws:states:{REGION}:{ACCOUNT_ID}:stateMachine:local-orders-report")
+        );
         let arn = function_arn("ArrowWorkerFunction");
         assert_eq!(
             arn,

@@ -618,6 +618,17 @@ impl Template {
             .collect()
     }
 
+    /// A resource's property that is text (`Name`, say), resolved; `None`
+    /// if absent or `AWS::NoValue`.
+    pub fn text_property(&self, resource: &Value, name: &str) -> Result<Option<String>, String> {
+        match self.property(resource, name)? {
+            None => Ok(None),
+            Some(value) => text(&value)
+                .map(Some)
+                .ok_or_else(|| format!("{name} is not text: {value:?}")),
+        }
+    }
+
     /// A resource's property, resolved; `None` if absent or `AWS::NoValue`.
     fn property(&self, resource: &Value, name: &str) -> Result<Option<Value>, String> {
         resource
@@ -638,20 +649,22 @@ impl Template {
         let inner = &tagged.value;
         if tagged.tag == "Ref" {
             let name = inner.as_str().ok_or("!Ref of a non-string")?;
-            if name == "AWS::NoValue" {
-                return Ok(None);
-            }
-            if let Some((_, value)) = self.overrides.iter().find(|(n, _)| n == name) {
-                return Ok(Some(Value::String(value.clone())));
-            }
-            return match self.doc.get("Parameters").and_then(|p| p.get(name)) {
-                Some(parameter) => parameter
-                    .get("Default")
-                    .map_or(Err(format!("parameter {name} has no Default")), |d| {
-                        self.resolve(d)
-                    }),
-                None => Ok(Some(Value::String(name.to_owned()))),
+            return self.reference(name);
+        }
+        if tagged.tag == "Sub" {
+            let (text, variables) = match inner {
+                Value::String(text) => (text.as_str(), None),
+                Value::Sequence(parts) => match parts.as_slice() {
+                    [Value::String(text), Value::Mapping(variables)] => {
+                        (text.as_str(), Some(variables))
+                    }
+                    _ => return Err(format!("!Sub needs a string and a map: {inner:?}")),
+                },
+                _ => return Err(format!("!Sub of {inner:?}")),
             };
+            return self
+                .substitute(text, variables)
+                .map(|s| Some(Value::String(s)));
         }
         if tagged.tag == "GetAtt" {
             let target = match inner {
@@ -701,6 +714,68 @@ impl Template {
             "the local stack cannot resolve !{} {inner:?}",
             tagged.tag
         ))
+    }
+
+    /// `!Ref name`: a pseudo parameter's local value, a parameter's value
+    /// (override or default), or a resource's logical id; `None` for
+    /// `AWS::NoValue`.
+    fn reference(&self, name: &str) -> Result<Option<Value>, String> {
+        if name == "AWS::NoValue" {
+            return Ok(None);
+        }
+        if let Some(value) = crate::local_aws::pseudo_parameter(name) {
+            return Ok(Some(Value::String(value.to_owned())));
+        }
+        if let Some((_, value)) = self.overrides.iter().find(|(n, _)| n == name) {
+            return Ok(Some(Value::String(value.clone())));
+        }
+        match self.doc.get("Parameters").and_then(|p| p.get(name)) {
+            Some(parameter) => parameter
+                .get("Default")
+                .map_or(Err(format!("parameter {name} has no Default")), |d| {
+                    self.resolve(d)
+                }),
+            None => Ok(Some(Value::String(name.to_owned()))),
+        }
+    }
+
+    /// `!Sub text` with `variables`: each `${Name}` becomes the variable, or
+    /// what `!Ref Name` gives; `${Id.Attribute}` the logical id (as
+    /// `!GetAtt`); `${!Literal}` stays `${Literal}`.
+    fn substitute(
+        &self,
+        source: &str,
+        variables: Option<&serde_norway::Mapping>,
+    ) -> Result<String, String> {
+        let mut out = String::new();
+        let mut rest = source;
+        while let Some(start) = rest.find("${") {
+            out.push_str(&rest[..start]);
+            let after = &rest[start + 2..];
+            let end = after
+                .find('}')
+                .ok_or_else(|| format!("!Sub {source:?}: an unclosed ${{"))?;
+            let name = &after[..end];
+            rest = &after[end + 1..];
+            if let Some(literal) = name.strip_prefix('!') {
+                out.push_str("${");
+                out.push_str(literal);
+                out.push('}');
+                continue;
+            }
+            let variable = variables.and_then(|v| v.get(name));
+            let value = match (variable, name.split_once('.')) {
+                (Some(value), _) => self.resolve(value)?,
+                (None, Some((logical_id, _))) => Some(Value::String(logical_id.to_owned())),
+                (None, None) => self.reference(name)?,
+            };
+            let value = value.as_ref().and_then(text);
+            out.push_str(
+                &value.ok_or_else(|| format!("!Sub {source:?}: ${{{name}}} is not text"))?,
+            );
+        }
+        out.push_str(rest);
+        Ok(out)
     }
 
     /// Evaluate the condition `name` with the parameter values (the
@@ -1387,6 +1462,37 @@ Resources:
                 .unwrap_err()
                 .contains("Mappings has no M.a.b")
         );
+    }
+
+    #[test]
+    fn sub_fills_in_pseudo_parameters_parameters_attributes_and_variables() {
+        let template = Template::parse(
+            r#"
+Parameters:
+  Stage: { Type: String, Default: dev }
+Resources:
+  T: { Type: AWS::DynamoDB::Table }
+"#,
+        )
+        .expect("parse");
+        let sub = |yaml: &str| {
+            let value: Value = serde_norway::from_str(yaml).expect("YAML");
+            template.resolve(&value).map(|v| v.and_then(|v| text(&v)))
+        };
+        assert_eq!(
+            sub(
+                r#"!Sub "arn:${AWS::Partition}:states:${AWS::Region}:${AWS::AccountId}:stateMachine:${AWS::StackName}-${Stage}""#
+            ),
+            Ok(Some(
+                "arn:aws:states:us-east-1:123456789012:stateMachine:local-dev".into()
+            ))
+        );
+        assert_eq!(
+            sub(r#"!Sub ["${T.Arn}/index/${Index}-${!Literal}", {Index: !Ref Stage}]"#),
+            Ok(Some("T/index/dev-${Literal}".into()))
+        );
+        assert!(sub(r#"!Sub "${Unclosed""#).is_err());
+        assert!(sub("!Sub [a, b, c]").is_err());
     }
 
     #[test]

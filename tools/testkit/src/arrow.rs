@@ -6,7 +6,7 @@
 
 use arrow_worker::columns::Item;
 use arrow_worker::store::{
-    ObjectError, ObjectFault, Page, PutMode, Report, Source, Store, StoreError,
+    FanOutError, ObjectError, ObjectFault, Page, PutMode, Report, Source, Store, StoreError,
 };
 use aws_sdk_dynamodb::types::AttributeValue;
 use shared::orders::attr;
@@ -79,6 +79,8 @@ pub struct MemoryStore {
     held: Arc<AtomicU64>,
     most_held: Arc<AtomicU64>,
     read_latency: std::time::Duration,
+    page_latency: std::time::Duration,
+    fan_outs: Arc<Mutex<Vec<(String, String)>>>,
 }
 
 impl MemoryStore {
@@ -93,6 +95,8 @@ impl MemoryStore {
             held: Arc::default(),
             most_held: Arc::default(),
             read_latency: std::time::Duration::ZERO,
+            page_latency: std::time::Duration::ZERO,
+            fan_outs: Arc::default(),
         }
     }
 
@@ -109,6 +113,17 @@ impl MemoryStore {
     pub fn with_read_latency(mut self, latency: std::time::Duration) -> Self {
         self.read_latency = latency;
         self
+    }
+
+    /// The same store, each page read taking `latency` (a slow table).
+    pub fn with_page_latency(mut self, latency: std::time::Duration) -> Self {
+        self.page_latency = latency;
+        self
+    }
+
+    /// The fan-outs started so far: (execution name, input), each name once.
+    pub fn fan_outs(&self) -> Vec<(String, String)> {
+        self.fan_outs.lock().map(|f| f.clone()).unwrap_or_default()
     }
 
     /// The most bytes of objects that were being read at the same time.
@@ -136,7 +151,8 @@ impl MemoryStore {
 const POSITION: &str = "position";
 
 impl MemoryStore {
-    /// The items of `source`, in store order.
+    /// The items of `source`: a segment's in store order, a day shard's in
+    /// creation order (the day index's sort key).
     fn items_of(&self, source: &Source) -> Vec<&Item> {
         match source {
             Source::Segment {
@@ -148,15 +164,24 @@ impl MemoryStore {
                 .skip(*segment as usize)
                 .step_by((*total_segments).max(1) as usize)
                 .collect(),
-            Source::DayShard(key) => self
-                .items
-                .iter()
-                .filter(|item| {
-                    item.get(attr::DAY_SHARD)
-                        .and_then(|v| v.as_s().ok())
-                        .is_some_and(|k| k == key)
-                })
-                .collect(),
+            Source::DayShard {
+                key,
+                from_ms,
+                to_ms,
+            } => {
+                let mut mine: Vec<&Item> = self
+                    .items
+                    .iter()
+                    .filter(|item| {
+                        item.get(attr::DAY_SHARD)
+                            .and_then(|v| v.as_s().ok())
+                            .is_some_and(|k| k == key)
+                            && (*from_ms..*to_ms).contains(&created_at(item))
+                    })
+                    .collect();
+                mine.sort_by_key(|item| created_at(item));
+                mine
+            }
         }
     }
 }
@@ -171,6 +196,7 @@ impl Store for MemoryStore {
                 .and_then(|n| n.parse().ok())
                 .ok_or_else(|| StoreError("bad start key".into()))?,
         };
+        tokio::time::sleep(self.page_latency).await;
         let mine = self.items_of(source);
         let items: Vec<Item> = mine
             .iter()
@@ -238,6 +264,25 @@ impl Store for MemoryStore {
         self.held.fetch_sub(bytes.len() as u64, Ordering::SeqCst);
         Ok(bytes)
     }
+
+    async fn start_fan_out(&self, name: &str, input: String) -> Result<(), FanOutError> {
+        let mut fan_outs = self
+            .fan_outs
+            .lock()
+            .map_err(|_| FanOutError("fan-out list poisoned".into()))?;
+        if !fan_outs.iter().any(|(started, _)| started == name) {
+            fan_outs.push((name.to_owned(), input));
+        }
+        Ok(())
+    }
+}
+
+/// `created_at_ms` of an item (`i64::MIN` without one).
+fn created_at(item: &Item) -> i64 {
+    item.get(attr::CREATED_AT_MS)
+        .and_then(|v| v.as_n().ok())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(i64::MIN)
 }
 
 #[cfg(test)]

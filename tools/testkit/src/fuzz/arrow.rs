@@ -20,7 +20,7 @@ use arrow_worker::config::Config;
 use arrow_worker::handler::Handler;
 use arrow_worker::merge::merge;
 use arrow_worker::partial;
-use arrow_worker::query::{GroupBy, MAX_LIMIT, MAX_SEGMENTS, Query, Segment, Window};
+use arrow_worker::query::{BadRequest, GroupBy, MAX_LIMIT, MAX_SEGMENTS, Query, Segment, Window};
 use arrow_worker::report;
 use arrow_worker::request::{self, Request};
 use aws_sdk_dynamodb::primitives::Blob;
@@ -170,6 +170,28 @@ fn non_empty(message: &str) -> Result<(), String> {
 /// A request accepted, or refused with this message.
 type Verdict = Result<(), String>;
 
+/// An aggregate request's checks after its day's: segment, run id, query.
+fn aggregate_checked(
+    query: Query,
+    segment: Result<Option<Segment>, BadRequest>,
+    run_id: Option<String>,
+) -> Result<Verdict, String> {
+    match (segment, run_id) {
+        (Err(e), _) => Ok(Err(e.0)),
+        (Ok(Some(s)), _) if s.segment >= s.total_segments || s.total_segments > MAX_SEGMENTS => {
+            Err(format!("segment {s:?} passed"))
+        }
+        (Ok(None), Some(_)) => Ok(Err(
+            "run_id goes with segment and total_segments: it names a fan-out".into(),
+        )),
+        (Ok(Some(_)), Some(run_id)) => match partial::check_run_id(&run_id) {
+            Err(e) => Ok(Err(e.0)),
+            Ok(()) => query_checked(&query),
+        },
+        (Ok(_), None) => query_checked(&query),
+    }
+}
+
 /// The checks a parsed request must pass before work starts, in the worker's
 /// order: the verdict, or `Err` when what passed breaks an invariant.
 fn validated(request: Request) -> Result<Verdict, String> {
@@ -179,22 +201,22 @@ fn validated(request: Request) -> Result<Verdict, String> {
             segment,
             total_segments,
             run_id,
-        } => match (request::segment(segment, total_segments), run_id) {
-            (Err(e), _) => Ok(Err(e.0)),
-            (Ok(Some(s)), _)
-                if s.segment >= s.total_segments || s.total_segments > MAX_SEGMENTS =>
-            {
-                Err(format!("segment {s:?} passed"))
-            }
-            (Ok(None), Some(_)) => Ok(Err(
-                "run_id goes with segment and total_segments: it names a fan-out".into(),
-            )),
-            (Ok(Some(_)), Some(run_id)) => match partial::check_run_id(&run_id) {
-                Err(e) => Ok(Err(e.0)),
-                Ok(()) => query_checked(&query),
-            },
-            (Ok(_), None) => query_checked(&query),
-        },
+            day,
+        } => {
+            let segment = request::segment(segment, total_segments);
+            let query = match (day.as_deref().map(report::parse_day).transpose(), &segment) {
+                (_, Err(_)) | (Ok(None), _) => query,
+                (Err(e), Ok(_)) => return Ok(Err(e.0)),
+                (Ok(Some(day)), Ok(segment)) => {
+                    let source = segment.map(|s| report::segment_source(day, s)).transpose();
+                    match (report::within_day(query, day), source) {
+                        (Err(e), _) | (_, Err(e)) => return Ok(Err(e.0)),
+                        (Ok(query), Ok(_)) => query,
+                    }
+                }
+            };
+            aggregate_checked(query, segment, run_id)
+        }
         // Checked in `check_request`: they need stored objects.
         Request::MergeStored { .. } => Ok(Ok(())),
         Request::Merge { partials } => match merge(partials) {
