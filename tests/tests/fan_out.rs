@@ -1,49 +1,94 @@
 //! The fan-out at scale, through the template's own state machine on the local
-//! Step Functions engine: 100,000 orders of 20,000 customers (written by the
-//! order processor's store) aggregated by customer over 16 and over 64
+//! Step Functions engine: 100,000 orders of 20,000 customers (the items the
+//! order processor's store writes) aggregated by customer over 16 and over 64
 //! segments give exactly the answer of one function scanning the whole table.
 //! Inline partials of that fan-out would pass Step Functions' 256 KiB per
 //! state many times over; stored partials keep only references in the states,
 //! and the answer (over 6 MB) comes back as an S3 key. A state that really
 //! passes 256 KiB still fails the execution, and says why.
 
+use aws_sdk_dynamodb::Client as DynamoDb;
+use aws_sdk_dynamodb::types::{PutRequest, WriteRequest};
 use aws_sdk_s3::Client as S3;
-use e2e::{LocalAnalytics, LocalDynamoDb, template};
-use futures::future::join_all;
+use e2e::{DataDir, LocalAnalytics, LocalDynamoDb, template};
+use futures::StreamExt;
+use local_stack::emulator::Invocation;
 use local_stack::lambda_api::{LambdaApi, Served};
 use local_stack::pool::{Overflow, Pool, Size};
-use order_processor::dynamodb::DynamoStore as OrderStore;
+use order_processor::dynamodb::item;
 use order_processor::order::validate;
-use order_processor::store::{OrderStore as _, PutOutcome};
 use serde_json::{Value, json};
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Instant;
+use tokio::task::JoinHandle;
 
 const ORDERS: u64 = 100_000;
 const CUSTOMERS: u64 = 20_000;
 const ORDERS_TABLE: &str = "OrdersTable";
 
+/// Items per `BatchWriteItem` (DynamoDB's most).
+const BATCH: usize = 25;
+/// `BatchWriteItem` requests in flight at once.
+const BATCHES_IN_FLIGHT: usize = 16;
+
 /// Five orders per customer, in consecutive currencies: each customer pays in
-/// all four sample currencies, about 500 bytes of answer per customer.
-async fn write_orders(ddb: &LocalDynamoDb) {
-    let store = OrderStore::new(ddb.server.client(), ORDERS_TABLE);
+/// all four sample currencies, about 500 bytes of answer per customer. Each
+/// validated, stored as the very item the order processor's store writes
+/// (`dynamodb::item`), 25 to a `BatchWriteItem`: the store's conditional
+/// `PutItem`, one request per order, would take minutes. A batch write
+/// replaces an item of the same key where the store's would refuse it, so the
+/// ids are checked distinct (and the full scan finds every order). Each batch
+/// is made while the ones before it are being written.
+async fn write_orders(client: &DynamoDb) {
     let started = Instant::now();
-    let orders: Vec<_> = (0..ORDERS)
-        .map(|n| {
-            let mut order = testkit::orders::order(n);
-            order.customer_id = format!("cust-{:06}", n / (ORDERS / CUSTOMERS));
-            validate(order).expect("sample orders are valid")
+    let mut ids = HashSet::new();
+    futures::stream::iter((0..ORDERS).step_by(BATCH))
+        .map(|first| {
+            let requests = (first..ORDERS.min(first + BATCH as u64))
+                .map(|n| {
+                    let mut order = testkit::orders::order(n);
+                    order.customer_id = format!("cust-{:06}", n / (ORDERS / CUSTOMERS));
+                    assert!(ids.insert(order.order_id.clone()), "one order per id");
+                    let order = validate(order).expect("sample orders are valid");
+                    let put = PutRequest::builder()
+                        .set_item(Some(item(&order)))
+                        .build()
+                        .expect("a put request");
+                    WriteRequest::builder().put_request(put).build()
+                })
+                .collect();
+            write_batch(client, requests)
         })
-        .collect();
-    for chunk in orders.chunks(200) {
-        for outcome in join_all(chunk.iter().map(|o| store.put_order(o))).await {
-            assert_eq!(outcome.expect("put"), PutOutcome::Written);
-        }
-    }
+        .buffer_unordered(BATCHES_IN_FLIGHT)
+        .collect::<Vec<()>>()
+        .await;
     eprintln!(
         "{ORDERS} orders of {CUSTOMERS} customers written in {:.1} s",
         started.elapsed().as_secs_f64()
     );
+}
+
+/// Write `requests` to the orders table, again for any item DynamoDB leaves
+/// unprocessed, until every one is written.
+async fn write_batch(client: &DynamoDb, mut requests: Vec<WriteRequest>) {
+    while !requests.is_empty() {
+        let output = client
+            .batch_write_item()
+            .request_items(ORDERS_TABLE, requests)
+            .send()
+            .await
+            .unwrap_or_else(|e| {
+                panic!(
+                    "BatchWriteItem: {}",
+                    aws_sdk_dynamodb::error::DisplayErrorContext(e)
+                )
+            });
+        requests = output
+            .unprocessed_items
+            .and_then(|mut left| left.remove(ORDERS_TABLE))
+            .unwrap_or_default();
+    }
 }
 
 /// The Arrow worker behind a local Invoke API, with DynamoDB and S3.
@@ -128,67 +173,29 @@ impl Stack {
     }
 }
 
+/// The fan-outs run while the one function scans the whole table, in an
+/// environment of its own: that scan (one segment, page after page) is the
+/// longest part, and each answer is compared with it once it is there.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_state_machine_fans_out_over_16_and_64_segments_to_one_scans_answer() {
-    let ddb = LocalDynamoDb::start().await;
-    write_orders(&ddb).await;
-    let stack = stack(ddb);
+    // In a database folder, not in memory: DynamoDB Local pages a whole-table
+    // scan about twice as fast from one.
+    let data = DataDir::new("fan-out");
+    let ddb = LocalDynamoDb::start_persistent(data.path()).await;
+    let client = ddb.server.client();
+    // The worker, moto and the Invoke API start while the orders are written.
+    let stack = tokio::task::spawn_blocking(move || stack(ddb));
+    write_orders(&client).await;
+    let stack = stack.await.expect("the stack");
     let query = json!({"group_by": "customer", "limit": 20_000});
 
-    let started = Instant::now();
-    let one = stack
-        .pool
-        .invoke(json!({"operation": "aggregate", "query": query}).to_string())
-        .expect("invoke");
-    assert_eq!(one.status, 200, "{}", one.body);
-    let one = one.json().expect("JSON");
-    assert!(one["answer_key"].is_string(), "over 6 MB: an S3 key, {one}");
-    let reference = stack.answer(&one).await;
-    let one_s = started.elapsed().as_secs_f64();
-    let groups = reference["groups"].as_array().expect("groups").len();
-    assert_eq!(groups as u64, CUSTOMERS);
-    assert_eq!(reference["rows"]["matched"], ORDERS);
-
+    let one_function = one_function(&stack, &query);
+    let mut fan_outs = Vec::new();
     for total_segments in [16_u32, 64] {
-        let started = Instant::now();
-        let run = format!("fan-out-{total_segments}");
-        let client = stack.analytics.client();
-        let arn = stack.analytics.state_machine_arn(LocalAnalytics::REPORT);
-        let input = json!({"query": query, "total_segments": total_segments});
-        let started_arn = client
-            .start_execution(arn, &input, Some(&run))
-            .unwrap_or_else(|e| panic!("{e}"));
-        let execution = client
-            .wait(&started_arn, std::time::Duration::from_secs(600))
-            .unwrap_or_else(|e| panic!("{e}"));
-        let seconds = started.elapsed().as_secs_f64();
-        assert!(execution.succeeded(), "{total_segments}: {execution:?}");
-        let output = execution.output.clone().expect("output");
-        assert!(output["answer_key"].is_string(), "{output}");
-        let merged = stack.answer(&output).await;
-        assert_eq!(
-            merged["groups"], reference["groups"],
-            "{total_segments} segments"
-        );
-        assert_eq!(
-            merged["rows"], reference["rows"],
-            "{total_segments} segments"
-        );
-        assert_eq!(merged["groups_total"], reference["groups_total"]);
-
-        let sizes = stack.partial_sizes(&run).await;
-        assert_eq!(sizes.len(), total_segments as usize);
-        let stored: i64 = sizes.iter().sum();
-        // Each segment holds about a quarter of the customers' groups, or all
-        // of them at 16: inline, Step Functions would refuse the Map's result.
-        assert!(stored > 262_144 * 4, "{stored} bytes of partials");
-        eprintln!(
-            "fan-out over {total_segments} segments: {seconds:.1} s (one function: {one_s:.1} s), \
-             {:.0} KiB per segment stored in S3 ({:.1} MiB in all), answer {} bytes",
-            stored as f64 / total_segments as f64 / 1024.0,
-            stored as f64 / (1 << 20) as f64,
-            output["answer_bytes"]
-        );
+        fan_outs.push((
+            total_segments,
+            fan_out(&stack, &query, total_segments).await,
+        ));
     }
     // The default limit (1,000 customers): about 0.5 MB, under Lambda's
     // response limit but over what a state holds: stored too, not refused
@@ -198,9 +205,90 @@ async fn the_state_machine_fans_out_over_16_and_64_segments_to_one_scans_answer(
         .run(&json!({"query": {"group_by": "customer"}, "total_segments": 16}));
     assert!(execution.succeeded(), "{execution:?}");
     let output = execution.output.clone().expect("output");
+    let first_customers = stack.answer(&output).await;
+
+    let reference = one_functions_answer(&stack, one_function).await;
+    for (total_segments, merged) in fan_outs {
+        assert_eq!(
+            merged["groups"], reference["groups"],
+            "{total_segments} segments"
+        );
+        assert_eq!(
+            merged["rows"], reference["rows"],
+            "{total_segments} segments"
+        );
+        assert_eq!(merged["groups_total"], reference["groups_total"]);
+    }
     let first: Vec<Value> = reference["groups"].as_array().expect("groups")[..1_000].to_vec();
-    assert_eq!(stack.answer(&output).await["groups"], json!(first));
+    assert_eq!(first_customers["groups"], json!(first));
     drop(stack.ddb);
+}
+
+/// The one function's answer to `query` over the whole table, started now:
+/// the worker in an environment of its own, outside the pool the state
+/// machine's tasks run in. Its answer, and how long it took.
+fn one_function(stack: &Stack, query: &Value) -> JoinHandle<(Invocation, f64)> {
+    let mut env = stack.ddb.env();
+    env.extend(stack.analytics.env());
+    let single = e2e::start("arrow-worker", &env);
+    let request = json!({"operation": "aggregate", "query": query}).to_string();
+    tokio::task::spawn_blocking(move || {
+        let started = Instant::now();
+        let answer = single.invoke(request).expect("invoke");
+        (answer, started.elapsed().as_secs_f64())
+    })
+}
+
+/// The answer of [`one_function`], once it is there: over 6 MB, so stored
+/// in S3, every customer's group, every order matched.
+async fn one_functions_answer(stack: &Stack, one_function: JoinHandle<(Invocation, f64)>) -> Value {
+    let (one, seconds) = one_function.await.expect("the one function's scan");
+    assert_eq!(one.status, 200, "{}", one.body);
+    let one = one.json().expect("JSON");
+    assert!(one["answer_key"].is_string(), "over 6 MB: an S3 key, {one}");
+    let reference = stack.answer(&one).await;
+    eprintln!("one function over the whole table: {seconds:.1} s");
+    let groups = reference["groups"].as_array().expect("groups").len();
+    assert_eq!(groups as u64, CUSTOMERS);
+    assert_eq!(reference["rows"]["matched"], ORDERS);
+    reference
+}
+
+/// The state machine's answer to `query` over `total_segments` (stored in
+/// S3), its partials stored too, one per segment, together past what a state
+/// may hold.
+async fn fan_out(stack: &Stack, query: &Value, total_segments: u32) -> Value {
+    let started = Instant::now();
+    let run = format!("fan-out-{total_segments}");
+    let client = stack.analytics.client();
+    let arn = stack.analytics.state_machine_arn(LocalAnalytics::REPORT);
+    let input = json!({"query": query, "total_segments": total_segments});
+    let started_arn = client
+        .start_execution(arn, &input, Some(&run))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let execution = client
+        .wait(&started_arn, std::time::Duration::from_secs(600))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let seconds = started.elapsed().as_secs_f64();
+    assert!(execution.succeeded(), "{total_segments}: {execution:?}");
+    let output = execution.output.clone().expect("output");
+    assert!(output["answer_key"].is_string(), "{output}");
+    let merged = stack.answer(&output).await;
+
+    let sizes = stack.partial_sizes(&run).await;
+    assert_eq!(sizes.len(), total_segments as usize);
+    let stored: i64 = sizes.iter().sum();
+    // Each segment holds about a quarter of the customers' groups, or all
+    // of them at 16: inline, Step Functions would refuse the Map's result.
+    assert!(stored > 262_144 * 4, "{stored} bytes of partials");
+    eprintln!(
+        "fan-out over {total_segments} segments: {seconds:.1} s, \
+         {:.0} KiB per segment stored in S3 ({:.1} MiB in all), answer {} bytes",
+        stored as f64 / total_segments as f64 / 1024.0,
+        stored as f64 / (1 << 20) as f64,
+        output["answer_bytes"]
+    );
+    merged
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,7 +1,8 @@
 //! Faults injected into the order path with real pieces: messages in
 //! ElasticMQ, the local event source mapping, the order-processor binary under
 //! the runtime interface emulator, DynamoDB Local. Queues, redrive policy,
-//! batch size and the function's settings come from `template.yaml`.
+//! batch size, the mapping's concurrency and the function's settings come from
+//! `template.yaml`.
 //!
 //! - DynamoDB Local killed and restarted (same port, same database folder,
 //!   so nothing written before the kill is lost) in the middle of 5,000
@@ -10,8 +11,11 @@
 //!   function timeout of two seconds;
 //! - bursts of DynamoDB throttling errors from a loopback proxy.
 //!
-//! Through the 5,000 messages the function also stays within its memory
-//! limit (the template's `MemorySize`, where the local stack enforces it).
+//! Through the 5,000 messages, drained by as many batches at once as the
+//! template's mapping runs (its `MaximumConcurrency`, each batch in an
+//! environment of its own, as on Lambda), every environment of the function
+//! also stays within its memory limit (the template's `MemorySize`, where the
+//! local stack enforces it).
 //!
 //! A panic in one record is not injected here: nothing a client can send
 //! makes the real binary panic, and the binary has (deliberately) no test
@@ -22,13 +26,13 @@
 //! handling of `batchItemFailures` by those in `tools/local-stack/src/event_source.rs`.
 
 use e2e::{
-    LocalQueues, assert_reconciled, assert_within_memory_limit, invalid_bodies, json_lines,
-    order_source, servers, servers_env, start, template,
+    DataDir, LocalQueues, assert_reconciled, assert_within_memory_limit, invalid_bodies,
+    json_lines, order_source, servers, servers_env, start, template,
 };
 use local_stack::dynamodb_local::DynamoDbLocal;
 use local_stack::elasticmq::{LocalQueue, depth, take_all};
 use local_stack::emulator::{Emulator, Invocation};
-use local_stack::event_source::{EventSource, Totals};
+use local_stack::event_source::{EventSource, Totals, drain_concurrently, pollers};
 use local_stack::local_aws::function_env;
 use local_stack::process;
 use local_stack::template::SqsSource;
@@ -36,7 +40,6 @@ use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io::{BufRead, BufReader, Write};
 use std::net::{Ipv4Addr, TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
@@ -62,17 +65,19 @@ const DOWN_FOR: Duration = Duration::from_secs(3);
 const RUN_VISIBILITY_S: u32 = 5;
 
 /// 5,000 messages through the queue while DynamoDB Local is killed and
-/// restarted: every valid order stored once, exactly the invalid bodies
+/// restarted, batches invoked side by side as the template's mapping invokes
+/// them: every valid order stored once, exactly the invalid bodies
 /// dead-lettered (by the function, on their first delivery), valid orders
-/// failed only during the outage; the function, at its template memory size,
-/// never killed for memory and its peak below the limit.
+/// failed only during the outage; each environment of the function, at its
+/// template memory size, never killed for memory and its peak below the limit.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dynamodb_killed_and_restarted_during_5000_messages_loses_and_duplicates_nothing() {
     let began = Instant::now();
     let template = template();
     let source = order_source(&template);
     let data = DataDir::new("dynamodb-restart");
-    let (dynamodb, queues) = servers(&template, Some(data.0.clone()), RUN_VISIBILITY_S).await;
+    let (dynamodb, queues) =
+        servers(&template, Some(data.path().to_path_buf()), RUN_VISIBILITY_S).await;
     let (orders, dead_letters, receives) = queues.with_dead_letters(&source);
     let servers_up = began.elapsed();
 
@@ -83,7 +88,6 @@ async fn dynamodb_killed_and_restarted_during_5000_messages_loses_and_duplicates
     // Owned: the DynamoDB Local server moves to the outage's thread below.
     let env = owned(servers_env(&dynamodb, &queues));
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-    let emulator = start("order-processor", &env);
     let ledger = Ledger::default();
     let outage = Outage::after(
         dynamodb.server,
@@ -92,10 +96,8 @@ async fn dynamodb_killed_and_restarted_during_5000_messages_loses_and_duplicates
         DOWN_FOR,
     );
     let drain_began = Instant::now();
-    let limit = Duration::from_secs(300);
-    let totals = drain(&queues, orders, &source, &emulator, &ledger, limit).await;
+    let totals = drain_in_environments(&queues, orders, &source, &env, &ledger);
     let drained_in = drain_began.elapsed();
-    assert_within_memory_limit(&emulator, "order processor, 5,000 messages");
     let (server, window) = outage.finish();
     let window = window.expect("DynamoDB Local was killed before the queue was drained");
 
@@ -145,20 +147,95 @@ async fn dynamodb_killed_and_restarted_during_5000_messages_loses_and_duplicates
     eprintln!("whole scenario: {:.1} s", began.elapsed().as_secs_f64());
 }
 
-/// Drain `orders` through the event source mapping of `source` into the
-/// function, every answer recorded in `ledger`, within `limit`.
-async fn drain(
+/// Drain `orders` through the event source mapping of `source`, with as many
+/// pollers as it runs at once (at most [`MAX_ENVIRONMENTS`]), each batch in
+/// an environment of its own (`env` on top of the template's), as Lambda runs
+/// them; every answer recorded in `ledger`. Then each environment must have
+/// stayed within its memory limit.
+fn drain_in_environments(
     queues: &LocalQueues,
     orders: &LocalQueue,
     source: &SqsSource,
-    emulator: &Emulator,
+    env: &[(&str, &str)],
     ledger: &Ledger,
-    limit: Duration,
 ) -> Totals {
-    EventSource::new(&queues.client, orders, source)
-        .drain(Instant::now() + limit, &ledger.invoke(emulator))
-        .await
-        .unwrap_or_else(|e| panic!("{e}\n{}", emulator.logs()))
+    let environments = Environments::start(pollers(source, MAX_ENVIRONMENTS), env);
+    let in_a_free_environment = |event: &str| environments.invoke(event);
+    let invoke = ledger.invoke(&in_a_free_environment);
+    let deadline = Instant::now() + Duration::from_secs(300);
+    let totals = tokio::task::block_in_place(|| {
+        drain_concurrently(
+            &queues.server.endpoint(),
+            orders,
+            source,
+            environments.all.len(),
+            deadline,
+            &invoke,
+        )
+    })
+    .unwrap_or_else(|e| panic!("{e}\n{}", environments.logs()));
+    let served = environments.invocations();
+    for (n, emulator) in environments.all.iter().enumerate() {
+        assert_within_memory_limit(
+            emulator,
+            &format!(
+                "order processor, environment {} of {} ({} invocations)",
+                n + 1,
+                served.len(),
+                served[n]
+            ),
+        );
+    }
+    totals
+}
+
+/// Most environments the restart scenario starts: the mapping's
+/// `MaximumConcurrency` (the template's `OrderMaxConcurrency`, 5 by default)
+/// sets how many it uses.
+const MAX_ENVIRONMENTS: usize = 5;
+
+/// Environments of the order processor, each serving one invocation at a
+/// time, as many as there are pollers (so one is always free), and how many
+/// invocations each served.
+struct Environments {
+    all: Vec<Emulator>,
+    free: Mutex<Vec<usize>>,
+    served: Vec<AtomicUsize>,
+}
+
+impl Environments {
+    /// `count` environments of the function with `env` on top of the template's.
+    fn start(count: usize, env: &[(&str, &str)]) -> Self {
+        Self {
+            all: (0..count).map(|_| start("order-processor", env)).collect(),
+            free: Mutex::new((0..count).rev().collect()),
+            served: (0..count).map(|_| AtomicUsize::new(0)).collect(),
+        }
+    }
+
+    /// Invoke the function in a free environment.
+    fn invoke(&self, event: &str) -> Result<Invocation, String> {
+        let n = lock(&self.free)
+            .pop()
+            .ok_or("more invocations at once than environments")?;
+        let answer = self.all[n].invoke(event);
+        self.served[n].fetch_add(1, Ordering::SeqCst);
+        lock(&self.free).push(n);
+        answer
+    }
+
+    /// Invocations each environment served.
+    fn invocations(&self) -> Vec<usize> {
+        self.served
+            .iter()
+            .map(|n| n.load(Ordering::SeqCst))
+            .collect()
+    }
+
+    /// Everything the environments printed, one after the other.
+    fn logs(&self) -> String {
+        self.all.iter().map(Emulator::logs).collect()
+    }
 }
 
 /// The 5,000 bodies of the restart scenario, shuffled, and the invalid ones
@@ -400,7 +477,13 @@ async fn throttling_bursts_are_retried_and_every_order_is_stored_once() {
     let ledger = Ledger::default();
     let drain_began = Instant::now();
     let limit = Duration::from_secs(120);
-    let totals = drain(&queues, orders, &source, &emulator, &ledger, limit).await;
+    let totals = EventSource::new(&queues.client, orders, &source)
+        .drain(
+            Instant::now() + limit,
+            &ledger.invoke(&|event| emulator.invoke(event)),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{e}\n{}", emulator.logs()));
     let stats = &proxy.stats;
     let provisioned = stats.provisioned.load(Ordering::SeqCst);
     let throttling = stats.throttling.load(Ordering::SeqCst);
@@ -445,29 +528,6 @@ async fn throttling_bursts_are_retried_and_every_order_is_stored_once() {
 }
 
 // ---------------------------------------------------------------- shared setup
-
-/// A folder for DynamoDB Local's database, removed on drop. In `/dev/shm`
-/// where there is one: memory, so no disk sync per write (on disk, the
-/// 5,000-message drain took about a third longer), and still there when the
-/// server is killed; else under `target/e2e-logs/`.
-struct DataDir(PathBuf);
-
-impl DataDir {
-    fn new(what: &str) -> Self {
-        let scratch = e2e::scratch(what);
-        let shm = Path::new("/dev/shm");
-        match scratch.file_name() {
-            Some(name) if shm.is_dir() => Self(shm.join(name)),
-            _ => Self(scratch),
-        }
-    }
-}
-
-impl Drop for DataDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 /// `valid` in a fixed shuffle (a stride coprime to its length), with the
 /// `invalid` bodies spread over the first `within` positions.
@@ -535,14 +595,14 @@ struct Window {
 }
 
 impl Ledger {
-    /// `emulator.invoke`, recording each answer.
+    /// `invoke`, recording each answer.
     fn invoke<'a>(
         &'a self,
-        emulator: &'a Emulator,
-    ) -> impl Fn(&str) -> Result<Invocation, String> + 'a {
+        invoke: &'a (dyn Fn(&str) -> Result<Invocation, String> + Sync),
+    ) -> impl Fn(&str) -> Result<Invocation, String> + Sync + 'a {
         move |event| {
             let started = Instant::now();
-            let answer = emulator.invoke(event)?;
+            let answer = invoke(event)?;
             self.record(started, event, &answer);
             self.invocations.fetch_add(1, Ordering::SeqCst);
             Ok(answer)

@@ -1,5 +1,6 @@
 //! Running commands: `cargo` in the workspace root, the local stack's and the
-//! lab's binaries through it, and errors that name the command.
+//! lab's binaries through it (or built with the whole workspace), and errors
+//! that name the command.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -51,6 +52,30 @@ pub fn package(name: &str, args: &[&str]) -> Command {
         .args(["run", "--quiet", "--package", name, "--"])
         .args(args);
     command
+}
+
+/// A workspace package's binary, built as part of the whole workspace, with
+/// `args`. With the targets `cargo test --workspace` builds (libraries,
+/// binaries, tests, examples), `cargo build` resolves features as it does, so
+/// after the suite's tests it compiles only the binaries no test needs.
+/// `cargo run --package NAME` would resolve features for NAME alone (the
+/// lab's differ from the workspace's in tokio, syn, ...) and rebuild most of
+/// the dependency tree, the AWS SDK included, for it.
+pub fn workspace_binary(name: &str, args: &[&str]) -> Result<Command, String> {
+    run(cargo().args([
+        "build",
+        "--quiet",
+        "--workspace",
+        "--lib",
+        "--bins",
+        "--tests",
+        "--examples",
+    ]))?;
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map_or_else(|| workspace_root().join("target"), PathBuf::from);
+    let mut command = Command::new(target.join("debug").join(name));
+    command.current_dir(workspace_root()).args(args);
+    Ok(command)
 }
 
 /// Run `command`, turning a failure into an error naming it.

@@ -34,8 +34,9 @@
 //!   function, an allocator without its feature (see `user_changes.rs`)
 //!
 //! This crate only dispatches: the local stack (`tools/local-stack/`) and the lab
-//! (`tools/lab/`) are crates of their own, run with `cargo run`, so `cargo xtask`
-//! compiles no AWS SDK and no plotting library.
+//! (`tools/lab/`) are crates of their own, run with `cargo run` (the lab's quick
+//! run built with the whole workspace, `command::workspace_binary`), so `cargo
+//! xtask` compiles no AWS SDK and no plotting library.
 
 mod command;
 mod init_check;
@@ -60,6 +61,7 @@ fn main() -> ExitCode {
         ["bcrypt-differential", flags @ ..] => bcrypt_differential(flags),
         ["sam-local"] => sam_local(false),
         ["sam-local", "--quick"] => sam_local(true),
+        ["lab", "--quick"] => suite::lab_quick(),
         ["lab", flags @ ..] => run(&mut package("lab", flags)),
         ["check-init"] => init_check::from_git().and_then(|()| init_check::from_zip()),
         ["new-function", name] => add_function(name),

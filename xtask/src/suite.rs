@@ -1,7 +1,7 @@
 //! `cargo xtask test`: the whole suite, step by step, with a timing per step
 //! and a closing `suite: N passed, N failed, N skipped` line.
 
-use crate::command::{cargo, package, run, run_or_skip};
+use crate::command::{cargo, package, run, run_or_skip, workspace_binary};
 use crate::{init_check, sam, user_changes};
 use std::time::{Duration, Instant};
 
@@ -37,7 +37,7 @@ const STEPS: [Step; 13] = [
         passed(run(cargo().args(["test", "--workspace"])))
     }),
     ("performance lab, quick (properties only)", || {
-        passed(run(&mut package("lab", &["--quick"])))
+        passed(lab_quick())
     }),
     (
         "password hasher with the bcrypt crate (feature bcrypt-crate)",
@@ -76,6 +76,12 @@ const STEPS: [Step; 13] = [
         || passed(user_changes::allocator_without_feature()),
     ),
 ];
+
+/// `lab --quick`, built with the features of the step before (see
+/// [`workspace_binary`]): it runs the tests' debug builds anyway.
+pub fn lab_quick() -> Result<(), String> {
+    run(&mut workspace_binary("lab", &["--quick"])?)
+}
 
 fn passed(result: Result<(), String>) -> Result<Outcome, String> {
     result.map(|()| Outcome::Passed)
