@@ -9,6 +9,7 @@
 //! cgroup's out-of-memory killer fired during the invocation.
 
 use crate::cgroup::{Cgroup, Limits};
+use crate::pool::{Invoked, Options};
 use crate::process::{Guard, free_port, wait_for_port};
 use crate::template::Function;
 use std::path::{Path, PathBuf};
@@ -139,21 +140,54 @@ impl Emulator {
     /// exceeding its memory answers as on Lambda: `Runtime.OutOfMemory`, one
     /// line in the log.
     pub fn invoke(&self, payload: impl AsRef<[u8]>) -> Result<Invocation, String> {
+        self.invoke_with(payload.as_ref(), &Options::default())
+            .map(|invoked| invoked.invocation)
+    }
+
+    /// [`Emulator::invoke`] with a client context (the emulator takes the
+    /// Invoke API's `X-Amz-Client-Context` header and hands the runtime its
+    /// decoded JSON, as Lambda does) and, with [`Options::tail`], the log
+    /// lines written during this invocation, up to its `REPORT` line.
+    pub fn invoke_with(&self, payload: &[u8], options: &Options) -> Result<Invoked, String> {
+        let log_start = options
+            .tail
+            .then(|| std::fs::metadata(&self.log).map_or(0, |m| m.len()));
         let kills_before = self.oom_kills();
-        let invocation = self.post(payload.as_ref())?;
+        let mut invocation = self.post(payload, options.client_context.as_deref())?;
         let killed = matches!(
             (kills_before, self.oom_kills()),
             (Some(before), Some(after)) if after > before
         );
-        let Some((invocation, line)) = killed.then(|| out_of_memory(&invocation)).flatten() else {
-            return Ok(invocation);
-        };
-        std::fs::OpenOptions::new()
-            .append(true)
-            .open(&self.log)
-            .and_then(|mut log| std::io::Write::write_all(&mut log, format!("{line}\n").as_bytes()))
-            .map_err(|e| format!("{}: {e}", self.log.display()))?;
-        Ok(invocation)
+        if let Some((answer, line)) = killed.then(|| out_of_memory(&invocation)).flatten() {
+            std::fs::OpenOptions::new()
+                .append(true)
+                .open(&self.log)
+                .and_then(|mut log| {
+                    std::io::Write::write_all(&mut log, format!("{line}\n").as_bytes())
+                })
+                .map_err(|e| format!("{}: {e}", self.log.display()))?;
+            invocation = answer;
+        }
+        let log = log_start.map(|start| self.log_since(start));
+        Ok(Invoked { invocation, log })
+    }
+
+    /// The log from byte `start` to the end of the first `REPORT` line after
+    /// it (the emulator writes it just after answering: waited for at most
+    /// [`REPORT_WAIT`]), or to the end of the log without one.
+    fn log_since(&self, start: u64) -> Vec<u8> {
+        let deadline = std::time::Instant::now() + REPORT_WAIT;
+        loop {
+            let mut part = read_from(&self.log, start);
+            if let Some(end) = report_end(&part) {
+                part.truncate(end);
+                return part;
+            }
+            if std::time::Instant::now() >= deadline {
+                return part;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
     }
 
     /// The out-of-memory kills in the function's cgroup so far (`None` without one).
@@ -172,11 +206,15 @@ impl Emulator {
         self.cgroup.as_ref().and_then(Cgroup::memory_limit_bytes)
     }
 
-    fn post(&self, payload: &[u8]) -> Result<Invocation, String> {
-        let response = self
+    fn post(&self, payload: &[u8], client_context: Option<&str>) -> Result<Invocation, String> {
+        let mut request = self
             .agent
             .post(&self.url)
-            .header("content-type", "application/json")
+            .header("content-type", "application/json");
+        if let Some(context) = client_context {
+            request = request.header("X-Amz-Client-Context", context);
+        }
+        let response = request
             .send(payload)
             .map_err(|e| format!("invoke {}: {e}", self.url))?;
         let status = response.status().as_u16();
@@ -224,6 +262,32 @@ impl Emulator {
     pub fn stop(mut self) {
         self.guard.stop(Duration::from_secs(2));
     }
+}
+
+/// How long [`Emulator::invoke_with`] waits for an invocation's `REPORT` line.
+const REPORT_WAIT: Duration = Duration::from_secs(2);
+
+/// The bytes of the file at `path` from `start` on (none if it cannot be read).
+fn read_from(path: &Path, start: u64) -> Vec<u8> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut bytes = Vec::new();
+    let read = std::fs::File::open(path).and_then(|mut file| {
+        file.seek(SeekFrom::Start(start))?;
+        file.read_to_end(&mut bytes)
+    });
+    if read.is_err() {
+        bytes.clear();
+    }
+    bytes
+}
+
+/// The end (after its newline) of the first complete `REPORT RequestId:`
+/// line in `log`.
+fn report_end(log: &[u8]) -> Option<usize> {
+    const REPORT: &[u8] = b"REPORT RequestId:";
+    let at = log.windows(REPORT.len()).position(|w| w == REPORT)?;
+    let newline = log[at..].iter().position(|&b| b == b'\n')?;
+    Some(at + newline + 1)
 }
 
 /// Lambda's `errorType` for a function killed for exceeding its memory.
@@ -282,6 +346,15 @@ mod tests {
             serde_json::json!({ "errorType": "Runtime.OutOfMemory", "errorMessage": message })
         );
         assert_eq!(line, format!("{message} Runtime.OutOfMemory"));
+    }
+
+    #[test]
+    fn an_invocations_log_ends_with_its_report_line() {
+        let log = b"START RequestId: 1\nhello\nEND RequestId: 1\nREPORT RequestId: 1\tDuration: 2 ms\t\nSTART RequestId: 2\n";
+        let end = report_end(log).expect("a REPORT line");
+        assert!(log[..end].ends_with(b"2 ms\t\n"));
+        assert_eq!(report_end(b"REPORT RequestId: 1 no newline yet"), None);
+        assert_eq!(report_end(b"START RequestId: 1\n"), None);
     }
 
     #[test]

@@ -5,6 +5,7 @@
 //! pinned tools that provide them, and the process groups and loopback ports
 //! they run on.
 
+pub mod async_invoke;
 pub mod cgroup;
 pub mod checkov;
 pub mod dynamodb_local;
@@ -13,6 +14,7 @@ pub mod emulator;
 pub mod event_source;
 pub mod events;
 pub mod expectations;
+pub mod function_url;
 pub mod lambda_api;
 pub mod lambda_rules;
 pub mod least_privilege;

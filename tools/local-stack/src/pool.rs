@@ -16,6 +16,7 @@ use crate::emulator::{Emulator, Invocation};
 use crate::template::Function;
 use std::path::{Path, PathBuf};
 use std::sync::{Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 /// The variable that sizes pools: most environments per function (default
 /// [`DEFAULT_SIZE`]) for functions without reserved concurrency.
@@ -26,6 +27,10 @@ pub const SIZE_SETTING: &str = "LOCAL_CONCURRENCY";
 pub const DEFAULT_SIZE: usize = 2;
 /// Most environments a pool may have (each is a process, and a cgroup).
 pub const MAX_SIZE: usize = 64;
+/// The longest an invocation waits for a free environment before it is
+/// answered as Lambda answers past its concurrency (`TooManyRequestsException`):
+/// Lambda's longest timeout, so a wait outlasts any invocation ahead of it.
+pub const MAX_WAIT: Duration = Duration::from_secs(900);
 
 /// What happens to an invocation when every environment is busy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -93,15 +98,47 @@ pub fn too_many_requests() -> Invocation {
     }
 }
 
+/// What an invocation asks for beyond its payload.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Options {
+    /// `X-Amz-Client-Context`: base64 of a JSON object, passed to the runtime.
+    pub client_context: Option<String>,
+    /// `X-Amz-Log-Type: Tail`: the invocation's log lines are wanted.
+    pub tail: bool,
+}
+
+/// One invocation's answer and, if asked for, its log lines.
+#[derive(Debug, Clone)]
+pub struct Invoked {
+    /// The answer.
+    pub invocation: Invocation,
+    /// What the environment logged during the invocation, up to its `REPORT`
+    /// line (with [`Options::tail`]).
+    pub log: Option<Vec<u8>>,
+}
+
 /// One execution environment: serves one invocation at a time.
 pub trait Environment: Send {
     /// Invoke the function in this environment with `payload`.
     fn invoke(&self, payload: &[u8]) -> Result<Invocation, String>;
+
+    /// [`Environment::invoke`] with `options`; by default they are ignored.
+    fn invoke_with(&self, payload: &[u8], options: &Options) -> Result<Invoked, String> {
+        let _ = options;
+        self.invoke(payload).map(|invocation| Invoked {
+            invocation,
+            log: None,
+        })
+    }
 }
 
 impl Environment for Emulator {
     fn invoke(&self, payload: &[u8]) -> Result<Invocation, String> {
         Emulator::invoke(self, payload)
+    }
+
+    fn invoke_with(&self, payload: &[u8], options: &Options) -> Result<Invoked, String> {
+        Emulator::invoke_with(self, payload, options)
     }
 }
 
@@ -111,6 +148,7 @@ type Starter<E> = Box<dyn Fn(usize) -> Result<E, String> + Send + Sync>;
 /// A function's environments.
 pub struct Pool<E = Emulator> {
     size: Size,
+    max_wait: Duration,
     start: Starter<E>,
     state: Mutex<State<E>>,
     freed: Condvar,
@@ -204,6 +242,7 @@ impl<E: Environment> Pool<E> {
     pub fn new(size: Size, start: Starter<E>) -> Self {
         Self {
             size,
+            max_wait: MAX_WAIT,
             start,
             state: Mutex::new(State {
                 idle: Vec::new(),
@@ -213,22 +252,49 @@ impl<E: Environment> Pool<E> {
         }
     }
 
+    /// The same pool, an invocation waiting at most `max_wait` for a free
+    /// environment (default [`MAX_WAIT`]).
+    pub fn with_max_wait(mut self, max_wait: Duration) -> Self {
+        self.max_wait = max_wait;
+        self
+    }
+
     /// Invoke the function with `payload` in a free environment (started if
-    /// none is free and the size allows). Past the size: waits, or answers
-    /// [`too_many_requests`].
+    /// none is free and the size allows). Past the size: waits (at most
+    /// [`MAX_WAIT`]), or answers [`too_many_requests`].
     pub fn invoke(&self, payload: impl AsRef<[u8]>) -> Result<Invocation, String> {
+        self.invoke_with(payload.as_ref(), &Options::default())
+            .map(|invoked| invoked.invocation)
+    }
+
+    /// [`Pool::invoke`] with `options`. An environment that did not answer
+    /// (`Err`: its emulator is gone or stuck) is retired, not reused: its
+    /// place goes to a fresh one at a later invocation.
+    pub fn invoke_with(&self, payload: &[u8], options: &Options) -> Result<Invoked, String> {
         let environment = match self.take()? {
             Some(environment) => environment,
-            None => return Ok(too_many_requests()),
+            None => {
+                return Ok(Invoked {
+                    invocation: too_many_requests(),
+                    log: None,
+                });
+            }
         };
-        let answer = environment.invoke(payload.as_ref());
-        self.state().idle.push(environment);
+        let answer = environment.invoke_with(payload, options);
+        if answer.is_ok() {
+            self.state().idle.push(environment);
+        } else {
+            // Stopped outside the lock.
+            drop(environment);
+            self.state().started -= 1;
+        }
         self.freed.notify_one();
         answer
     }
 
     /// A free environment, a new one, or `None` when throttled.
     fn take(&self) -> Result<Option<E>, String> {
+        let give_up = Instant::now() + self.max_wait;
         let mut state = self.state();
         loop {
             if let Some(environment) = state.idle.pop() {
@@ -247,13 +313,15 @@ impl<E: Environment> Pool<E> {
                     }
                 };
             }
-            if self.size.overflow == Overflow::Throttle {
+            let left = give_up.saturating_duration_since(Instant::now());
+            if self.size.overflow == Overflow::Throttle || left.is_zero() {
                 return Ok(None);
             }
             state = self
                 .freed
-                .wait(state)
-                .unwrap_or_else(|poisoned| poisoned.into_inner());
+                .wait_timeout(state, left)
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .0;
         }
     }
 
@@ -385,6 +453,24 @@ mod tests {
     }
 
     #[test]
+    fn a_wait_for_a_free_environment_ends_with_lambdas_throttling_answer() {
+        let shared = Arc::new(Shared::default());
+        shared.end_at_in_flight.store(usize::MAX, Ordering::SeqCst);
+        let pool = pool(1, Overflow::Wait, &shared).with_max_wait(Duration::from_millis(50));
+        std::thread::scope(|s| {
+            let busy = s.spawn(|| pool.invoke("{}"));
+            let first = Instant::now();
+            while shared.in_flight.load(Ordering::SeqCst) < 1 && first.elapsed() < GIVE_UP {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            let waited = pool.invoke("{}").expect("an answer");
+            shared.released.store(true, Ordering::SeqCst);
+            assert_eq!(waited.status, 429);
+            assert_eq!(busy.join().expect("thread").expect("answer").status, 200);
+        });
+    }
+
+    #[test]
     fn past_reserved_concurrency_an_invocation_is_throttled_as_on_lambda() {
         let shared = Arc::new(Shared::default());
         shared.end_at_in_flight.store(usize::MAX, Ordering::SeqCst);
@@ -424,6 +510,63 @@ mod tests {
             assert_eq!(pool.invoke("{}").expect_err("fails"), "no emulator");
         }
         assert_eq!(pool.started(), 0);
+    }
+
+    /// An environment whose first invocation gets no answer.
+    struct Broken {
+        calls: Arc<AtomicUsize>,
+        stopped: Arc<AtomicUsize>,
+    }
+
+    impl Environment for Broken {
+        fn invoke(&self, _: &[u8]) -> Result<Invocation, String> {
+            if self.calls.fetch_add(1, Ordering::SeqCst) == 0 {
+                return Err("no answer".into());
+            }
+            Ok(Invocation {
+                status: 200,
+                body: "{}".into(),
+            })
+        }
+    }
+
+    impl Drop for Broken {
+        fn drop(&mut self) {
+            self.stopped.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    #[test]
+    fn an_environment_that_did_not_answer_is_retired_not_reused() {
+        let (started, stopped) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+        let (count, gone) = (Arc::clone(&started), Arc::clone(&stopped));
+        // Shared: only the very first invocation goes unanswered.
+        let calls = Arc::new(AtomicUsize::new(0));
+        let pool = Pool::new(
+            Size {
+                environments: 1,
+                overflow: Overflow::Throttle,
+            },
+            Box::new(move |_| {
+                count.fetch_add(1, Ordering::SeqCst);
+                Ok(Broken {
+                    calls: Arc::clone(&calls),
+                    stopped: Arc::clone(&gone),
+                })
+            }),
+        );
+        assert_eq!(pool.invoke("{}").expect_err("no answer"), "no answer");
+        assert_eq!(
+            stopped.load(Ordering::SeqCst),
+            1,
+            "the broken one is stopped"
+        );
+        assert_eq!((pool.started(), pool.busy()), (0, 0));
+        // A fresh environment serves the next invocation, not a throttle.
+        assert_eq!(pool.invoke("{}").expect("an answer").status, 200);
+        assert_eq!(stopped.load(Ordering::SeqCst), 1);
+        assert_eq!(started.load(Ordering::SeqCst), 2);
+        assert_eq!(pool.started(), 1);
     }
 
     #[test]

@@ -19,6 +19,7 @@ use crate::dynamodb_local::{self, DynamoDbLocal};
 use crate::elasticmq::{self, ElasticMq, LocalQueue};
 use crate::event_source::{self, EventSource};
 use crate::expectations::{self, Context};
+use crate::function_url::FunctionUrl;
 use crate::lambda_api::{LambdaApi, Served};
 use crate::local_aws::function_env;
 use crate::moto::{self, Moto};
@@ -26,7 +27,7 @@ use crate::pool::{Pool, Size};
 use crate::step_functions::{self, LocalStateMachine};
 use crate::template::{Function, Redrive, SqsSource, Template};
 use crate::tls_front::{Authority, CA_FILE_VARIABLE, TlsFront};
-use crate::{events, process, schedule, tools};
+use crate::{async_invoke, events, process, schedule, tools};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -71,6 +72,8 @@ struct Stack {
     queues: Vec<LocalQueue>,
     functions: Vec<(String, Arc<Pool>)>,
     lambda: LambdaApi,
+    /// Each Function URL of the template, by binary.
+    function_urls: Vec<(String, FunctionUrl)>,
     /// Step Functions and S3.
     moto: Moto,
     buckets: Vec<String>,
@@ -169,19 +172,23 @@ fn start(
     let rie = tools::emulator()?;
     let servers = start_servers(template, options, logs, runtime)?;
     let functions = start_functions(template, options, build_dir, logs, &rie, &servers)?;
-    let lambda = LambdaApi::start(
-        functions
-            .iter()
-            .map(|(id, binary, pool)| Served {
+    let sqs = servers.elasticmq.client();
+    let mut served = Vec::new();
+    for (id, binary, pool) in &functions {
+        served.push((
+            Served {
                 names: vec![id.clone(), binary.clone()],
                 pool: Arc::clone(pool),
-            })
-            .collect(),
-    )?;
+            },
+            event_invoke(template, id, &sqs, &servers.queues)?,
+        ));
+    }
+    let lambda = LambdaApi::start_with(served)?;
     println!(
         "  Lambda Invoke API  {}  (aws lambda invoke --endpoint-url ..., function names: logical id or binary)",
         lambda.endpoint()
     );
+    let function_urls = start_function_urls(template, &functions)?;
     let (moto, buckets, state_machines) = start_moto(template, &servers, &lambda, logs)?;
     let functions = functions
         .into_iter()
@@ -200,11 +207,47 @@ fn start(
         queues,
         functions,
         lambda,
+        function_urls,
         moto,
         buckets,
         state_machines,
         _fronts: fronts,
         logs: logs.to_path_buf(),
+    })
+}
+
+/// What Lambda does with the asynchronous events of the function
+/// `logical_id`: its `EventInvokeConfig` retries and its `DeadLetterQueue`,
+/// one of the local `queues` (retries wait [`async_invoke::LOCAL_RETRY_DELAY`]
+/// multiples instead of minutes).
+fn event_invoke(
+    template: &Template,
+    logical_id: &str,
+    sqs: &aws_sdk_sqs::Client,
+    queues: &[LocalQueue],
+) -> Result<async_invoke::Config, String> {
+    let function = template
+        .functions()?
+        .into_iter()
+        .find(|f| f.logical_id == logical_id)
+        .ok_or_else(|| format!("no function {logical_id} in the template"))?;
+    let (retries, dead_letter_queue) = template.event_invoke(&function)?;
+    let dead_letter = match dead_letter_queue {
+        None => None,
+        Some(queue) => Some(async_invoke::DeadLetter {
+            sqs: sqs.clone(),
+            queue_url: queues
+                .iter()
+                .find(|q| q.spec.logical_id == queue)
+                .ok_or_else(|| format!("{logical_id}: no local queue {queue}"))?
+                .url
+                .clone(),
+        }),
+    };
+    Ok(async_invoke::Config {
+        retries,
+        dead_letter,
+        delay: async_invoke::LOCAL_RETRY_DELAY,
     })
 }
 
@@ -315,6 +358,41 @@ fn start_functions(
         functions.push((function.logical_id, function.binary, Arc::new(pool)));
     }
     Ok(functions)
+}
+
+/// A Function URL for each function of `template` that has one (`FunctionUrlConfig`),
+/// served by its pool, announced: (binary, URL).
+fn start_function_urls(
+    template: &Template,
+    functions: &[(String, String, Arc<Pool>)],
+) -> Result<Vec<(String, FunctionUrl)>, String> {
+    let mut urls = Vec::new();
+    for function in template.functions()? {
+        let Some(config) = template.function_url(&function)? else {
+            continue;
+        };
+        let Some((_, _, pool)) = functions.iter().find(|(id, ..)| *id == function.logical_id)
+        else {
+            continue;
+        };
+        let url = FunctionUrl::start(&function, &config, Arc::clone(pool))?;
+        let auth = match config.auth_type {
+            crate::template::AuthType::AwsIam => format!(
+                "AWS_IAM: sign with SigV4, service lambda, region {}, access key {} and secret {}",
+                crate::local_aws::REGION,
+                crate::function_url::ACCESS_KEY_ID,
+                crate::function_url::SECRET_ACCESS_KEY
+            ),
+            crate::template::AuthType::None => "NONE: anyone on this machine".to_owned(),
+        };
+        println!(
+            "  Function URL       {}  ({}, {auth})",
+            url.url(),
+            function.logical_id
+        );
+        urls.push((function.binary, url));
+    }
+    Ok(urls)
 }
 
 /// Whether functions run under Lambda's CPU share and memory limit (`Err`:
@@ -561,10 +639,27 @@ fn invoke_samples(
         "\n{step}. {}: events/{}/",
         function.logical_id, function.binary
     );
+    let url = stack
+        .function_urls
+        .iter()
+        .find(|(binary, _)| *binary == function.binary)
+        .map(|(_, url)| url);
     for sample in events::samples(&function.binary)? {
         let file = sample.file_name();
-        let answer = pool.invoke(&sample.text)?;
-        let body = answer.json().unwrap_or(Value::Null);
+        // A Function URL event goes through the URL itself, signed as a
+        // caller signs: its HTTP answer is what the function's answer became.
+        let through_url = url.zip(
+            sample.event["rawPath"]
+                .as_str()
+                .and(sample.event["body"].as_str()),
+        );
+        let body = match through_url {
+            Some((url, request)) => {
+                let (status, text) = url.post(request)?;
+                serde_json::json!({"statusCode": status, "body": text})
+            }
+            None => pool.invoke(&sample.text)?.json().unwrap_or(Value::Null),
+        };
         let output = pool.logs();
         let context = Context {
             stored_orders,
@@ -782,6 +877,17 @@ fn keep_running(
                 relative(&sample.path),
                 stack.lambda.invoke_url(&function.binary)
             );
+        }
+    }
+    for (binary, url) in &stack.function_urls {
+        // The body of the function's Function URL sample, if it has one.
+        let body = events::samples(binary)?
+            .iter()
+            .filter_map(|sample| std::fs::read_to_string(&sample.path).ok())
+            .filter_map(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
+            .find_map(|event| event["body"].as_str().map(str::to_owned));
+        if let Some(body) = body {
+            println!("  {}", url.curl_command(&body));
         }
     }
     println!(

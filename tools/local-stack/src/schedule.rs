@@ -13,14 +13,10 @@
 //!   event goes to the schedule's own `DeadLetterConfig`, which the local stack
 //!   does not run: it reports the event [`Outcome::Undelivered`]. Locally,
 //!   "not accepted" is the emulator not answering at all.
-//! - **Lambda** owns the event once accepted. A function error (the runtime's
-//!   `errorType` answer, or an HTTP status other than 200) is retried by Lambda
-//!   itself: `EventInvokeConfig.MaximumRetryAttempts` times (default 2, so a
-//!   failing daily report runs three times). After the last attempt Lambda sends
-//!   the payload, unchanged, to the function's `DeadLetterQueue` with the
-//!   message attributes `RequestID` (the invocation's id, the same for every
-//!   attempt), `ErrorCode` (a 3-digit HTTP status: 200 for a function error)
-//!   and `ErrorMessage` (at most 1 KB); without one the event is discarded.
+//! - **Lambda** owns the event once accepted: its own retries after a
+//!   function error (`EventInvokeConfig.MaximumRetryAttempts`), then the
+//!   function's `DeadLetterQueue`, as for any asynchronous invocation
+//!   ([`crate::async_invoke`], shared with the Lambda Invoke API).
 //!
 //! Lambda waits about 1 minute before its first retry and 2 before its
 //! second; Scheduler's backoff is of the same order. Locally every wait is a
@@ -28,23 +24,17 @@
 //! [`LOCAL_RETRY_DELAY`]): Lambda's n-th retry waits n × `delay` (`delay` = 60 s
 //! gives Lambda's timing), Scheduler's n-th waits 2^(n-1) × `delay`.
 
-use crate::elasticmq::{LocalQueue, error_text};
+use crate::async_invoke::{self, Config, DeadLetter};
+use crate::elasticmq::LocalQueue;
 use crate::emulator::Invocation;
 use crate::template::Schedule;
 use aws_sdk_sqs::Client;
-use aws_sdk_sqs::types::MessageAttributeValue;
-use std::hash::{BuildHasher, Hasher};
 use std::time::Duration;
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 use tokio::time::{Instant, sleep};
 
-/// The wait unit between retries in local runs: short, so that a failing
-/// event reaches its dead-letter queue within seconds.
-pub const LOCAL_RETRY_DELAY: Duration = Duration::from_millis(500);
-
-/// The most `ErrorMessage` holds, in bytes (Lambda truncates to 1 KB).
-pub const ERROR_MESSAGE_LIMIT: usize = 1024;
+pub use crate::async_invoke::{ERROR_MESSAGE_LIMIT, Failure, LOCAL_RETRY_DELAY, failure};
 
 /// What became of one firing of a schedule.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -69,18 +59,6 @@ pub enum Outcome {
     Discarded(Failure),
     /// Lambda never accepted the event within Scheduler's `RetryPolicy`.
     Undelivered(String),
-}
-
-/// The last failure of an event, as Lambda reports it to the dead-letter queue.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Failure {
-    /// `RequestID`: the invocation's id.
-    pub request_id: String,
-    /// `ErrorCode`: the HTTP status of the last attempt (200 for a function error).
-    pub error_code: u16,
-    /// `ErrorMessage`: the function's `errorMessage` (else the answer), at
-    /// most [`ERROR_MESSAGE_LIMIT`] bytes.
-    pub error_message: String,
 }
 
 impl std::fmt::Display for Firing {
@@ -154,26 +132,27 @@ pub async fn fire(
     queues: &[LocalQueue],
     delay: Duration,
 ) -> Result<Firing, String> {
-    let dead_letters = match &schedule.dead_letter_queue {
+    let dead_letter = match &schedule.dead_letter_queue {
         None => None,
-        Some(id) => Some(
-            queues
+        Some(id) => Some(DeadLetter {
+            sqs: sqs.clone(),
+            queue_url: queues
                 .iter()
                 .find(|q| q.spec.logical_id == *id)
-                .ok_or_else(|| format!("{}: no local queue {id}", schedule.name))?,
-        ),
+                .ok_or_else(|| format!("{}: no local queue {id}", schedule.name))?
+                .url
+                .clone(),
+        }),
     };
-    let request_id = request_id();
     let first = Instant::now();
     let max_age = Duration::from_secs(u64::from(schedule.retry_policy.maximum_event_age_s));
-    let (mut attempts, mut refused, mut failed) = (0_u32, 0_u32, 0_u32);
-    // A new delivery while Lambda refuses; Lambda's own retries run the
-    // payload it accepted.
+    let mut refused = 0_u32;
+    // A new delivery while Lambda refuses the event; once it accepts one,
+    // Lambda's own retries run the payload it accepted.
     let mut payload = self::payload(schedule, scheduled_time, 1, &execution_id());
-    loop {
-        attempts += 1;
-        let answer = match invoke(payload.as_bytes()) {
-            Ok(answer) => answer,
+    let answer = loop {
+        match invoke(payload.as_bytes()) {
+            Ok(answer) => break answer,
             Err(error) => {
                 let wait = delay.saturating_mul(1 << refused.min(16));
                 refused += 1;
@@ -181,130 +160,44 @@ pub async fn fire(
                     || first.elapsed() + wait > max_age
                 {
                     return Ok(Firing {
-                        attempts,
+                        attempts: refused,
                         payload,
                         outcome: Outcome::Undelivered(error),
                     });
                 }
                 sleep(wait).await;
                 payload = self::payload(schedule, scheduled_time, refused + 1, &execution_id());
-                continue;
             }
-        };
-        let Some(failure) = failure(&answer, &request_id) else {
-            return Ok(Firing {
-                attempts,
-                payload,
-                outcome: Outcome::Succeeded,
-            });
-        };
-        if failed == schedule.lambda_retries {
-            let outcome = match dead_letters {
-                None => Outcome::Discarded(failure),
-                Some(queue) => {
-                    dead_letter(sqs, queue, &payload, &failure).await?;
-                    Outcome::DeadLettered(failure)
-                }
-            };
-            return Ok(Firing {
-                attempts,
-                payload,
-                outcome,
-            });
         }
-        failed += 1;
-        sleep(delay.saturating_mul(failed)).await;
-    }
-}
-
-/// The failure in an answer, if it is one: an HTTP status other than 200, or
-/// the runtime's `{"errorType", "errorMessage"}` object.
-pub fn failure(answer: &Invocation, request_id: &str) -> Option<Failure> {
-    let json = answer.json().ok();
-    let error_type = json.as_ref().and_then(|j| j.get("errorType"));
-    if answer.status == 200 && error_type.is_none() {
-        return None;
-    }
-    let message = json
-        .as_ref()
-        .and_then(|j| j.get("errorMessage"))
-        .and_then(serde_json::Value::as_str)
-        .unwrap_or(&answer.body);
-    Some(Failure {
-        request_id: request_id.to_owned(),
-        error_code: answer.status,
-        error_message: truncate(message, ERROR_MESSAGE_LIMIT).to_owned(),
-    })
-}
-
-/// Send `payload` to `queue` as Lambda dead-letters an asynchronous event.
-async fn dead_letter(
-    sqs: &Client,
-    queue: &LocalQueue,
-    payload: &str,
-    failure: &Failure,
-) -> Result<(), String> {
-    let attribute = |kind: &str, value: String| {
-        MessageAttributeValue::builder()
-            .data_type(kind)
-            .string_value(value)
-            .build()
-            .map_err(|e| e.to_string())
     };
-    sqs.send_message()
-        .queue_url(&queue.url)
-        .message_body(payload)
-        .message_attributes(
-            "RequestID",
-            attribute("String", failure.request_id.clone())?,
-        )
-        .message_attributes(
-            "ErrorCode",
-            attribute("Number", failure.error_code.to_string())?,
-        )
-        .message_attributes(
-            "ErrorMessage",
-            attribute("String", failure.error_message.clone())?,
-        )
-        .send()
-        .await
-        .map_err(|e| format!("dead-letter to {}: {}", queue.url, error_text(&e)))?;
-    Ok(())
-}
-
-/// The longest prefix of `text` of at most `limit` bytes that ends on a
-/// character boundary.
-fn truncate(text: &str, limit: usize) -> &str {
-    let mut end = text.len().min(limit);
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    &text[..end]
+    let config = Config {
+        retries: schedule.lambda_retries,
+        dead_letter,
+        delay,
+    };
+    let handled = async_invoke::handle(
+        Ok(answer),
+        payload.as_bytes(),
+        &async_invoke::request_id(),
+        &config,
+        || std::future::ready(invoke(payload.as_bytes())),
+    )
+    .await?;
+    let outcome = match handled.outcome {
+        async_invoke::Outcome::Succeeded => Outcome::Succeeded,
+        async_invoke::Outcome::DeadLettered(failure) => Outcome::DeadLettered(failure),
+        async_invoke::Outcome::Discarded(failure) => Outcome::Discarded(failure),
+    };
+    Ok(Firing {
+        attempts: refused + handled.attempts,
+        payload,
+        outcome,
+    })
 }
 
 /// A random execution id, as Scheduler gives each delivery.
 fn execution_id() -> String {
-    request_id()
-}
-
-/// A random request id shaped like Lambda's (a version-4 UUID).
-fn request_id() -> String {
-    let random = || {
-        std::collections::hash_map::RandomState::new()
-            .build_hasher()
-            .finish()
-    };
-    let (high, low) = (random(), random());
-    let high = (high & !0xF000) | 0x4000;
-    let low = (low & !(0b11 << 62)) | (0b10 << 62);
-    format!(
-        "{:08x}-{:04x}-{:04x}-{:04x}-{:012x}",
-        high >> 32,
-        (high >> 16) & 0xFFFF,
-        high & 0xFFFF,
-        low >> 48,
-        low & 0xFFFF_FFFF_FFFF
-    )
+    async_invoke::request_id()
 }
 
 #[cfg(test)]
@@ -416,33 +309,5 @@ mod tests {
         let (firing, _) = fire_with(&schedule(1, 3), vec![refused(), error]).await;
         assert_eq!(firing.attempts, 3);
         assert!(matches!(firing.outcome, Outcome::Discarded(_)));
-    }
-
-    #[test]
-    fn error_messages_are_cut_at_one_kilobyte_on_a_character_boundary() {
-        let long = format!("{}é and more", "x".repeat(1023));
-        let body = serde_json::json!({"errorType": "E", "errorMessage": long}).to_string();
-        let cut = failure(&Invocation { status: 200, body }, "id").expect("a failure");
-        assert_eq!(cut.error_message, "x".repeat(1023));
-        assert!(
-            failure(
-                &Invocation {
-                    status: 200,
-                    body: "{}".into()
-                },
-                "id"
-            )
-            .is_none()
-        );
-    }
-
-    #[test]
-    fn request_ids_are_distinct_version_4_uuids() {
-        let (a, b) = (request_id(), request_id());
-        assert_ne!(a, b);
-        let parts: Vec<usize> = a.split('-').map(str::len).collect();
-        assert_eq!(parts, [8, 4, 4, 4, 12], "{a}");
-        assert_eq!(a.as_bytes()[14], b'4', "{a}");
-        assert!(a.chars().all(|c| c == '-' || c.is_ascii_hexdigit()), "{a}");
     }
 }

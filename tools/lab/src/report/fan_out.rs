@@ -111,7 +111,9 @@ fn daily_report(md: &mut String, days: &[DayReport]) {
          parsing, Arrow batches, adding up) is its own ceiling: at the template's 1,769 MB it has one \
          vCPU, so \"a day in {REPORT_CPU_SECONDS:.0} s of CPU\" is the most orders one invocation can \
          add up within the template's 120 s timeout however fast DynamoDB answers. The day index takes \
-         about 1,000 writes a second per shard, so a day can hold up to about {ceiling} million orders.\n",
+         about 1,000 writes a second per shard, so a day can hold up to about {ceiling} million orders. \
+         A day that one invocation does not read within its share of the time goes to the report \
+         state machine, a slice of time of one shard per segment (functions/arrow-worker/README.md).\n",
         shards = shared::orders::DAY_SHARDS,
         ceiling = u64::from(shared::orders::DAY_SHARDS) * 86_400 / 1_000,
     );
