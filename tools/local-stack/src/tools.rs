@@ -260,9 +260,11 @@ pub fn install_podman() -> Result<(), String> {
 /// those versions. An error says why they cannot be had (not root, no
 /// `apt-get`, apt failed).
 pub fn install_debian(packages: &[(&str, &str)]) -> Result<(), String> {
+    // The status too: a package removed but not purged keeps its version
+    // in dpkg's database ("deinstall ok config-files").
     let installed = |package: &str| {
         Command::new("dpkg-query")
-            .args(["--show", "--showformat=${Version}", package])
+            .args(["--show", "--showformat=${Status} ${Version}", package])
             .output()
             .ok()
             .filter(|output| output.status.success())
@@ -270,7 +272,9 @@ pub fn install_debian(packages: &[(&str, &str)]) -> Result<(), String> {
     };
     let missing: Vec<String> = packages
         .iter()
-        .filter(|(package, version)| installed(package).as_deref() != Some(version))
+        .filter(|(package, version)| {
+            installed(package).as_deref() != Some(&format!("install ok installed {version}"))
+        })
         .map(|(package, version)| format!("{package}={version}"))
         .collect();
     if missing.is_empty() {
