@@ -256,6 +256,12 @@ pub fn install_podman() -> Result<(), String> {
     install_debian(PODMAN_PACKAGES)
 }
 
+/// Whether dpkg's `${Status} ${Version}` of a package (`None`: unknown to
+/// dpkg) says it is installed at `version`.
+fn is_installed(status_and_version: Option<&str>, version: &str) -> bool {
+    status_and_version.and_then(|s| s.strip_prefix("install ok installed ")) == Some(version)
+}
+
 /// Install `packages` (name, version) with `apt-get` unless they are there at
 /// those versions. An error says why they cannot be had (not root, no
 /// `apt-get`, apt failed).
@@ -272,9 +278,7 @@ pub fn install_debian(packages: &[(&str, &str)]) -> Result<(), String> {
     };
     let missing: Vec<String> = packages
         .iter()
-        .filter(|(package, version)| {
-            installed(package).as_deref() != Some(&format!("install ok installed {version}"))
-        })
+        .filter(|(package, version)| !is_installed(installed(package).as_deref(), version))
         .map(|(package, version)| format!("{package}={version}"))
         .collect();
     if missing.is_empty() {
@@ -379,4 +383,27 @@ pub fn describe(command: &Command) -> String {
         .map(|s| Path::new(s).display().to_string())
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_package_counts_as_installed_only_when_dpkg_says_so_at_the_pinned_version() {
+        let pinned = "4.3.1+ds1-8+deb12u1+b3";
+        assert!(is_installed(
+            Some("install ok installed 4.3.1+ds1-8+deb12u1+b3"),
+            pinned
+        ));
+        for other in [
+            None,
+            // Removed, not purged: dpkg still knows its version.
+            Some("deinstall ok config-files 4.3.1+ds1-8+deb12u1+b3"),
+            Some("install ok installed 4.3.1+ds1-8"),
+            Some("install ok half-configured 4.3.1+ds1-8+deb12u1+b3"),
+        ] {
+            assert!(!is_installed(other, pinned), "{other:?}");
+        }
+    }
 }
