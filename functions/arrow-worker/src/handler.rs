@@ -235,12 +235,7 @@ impl<S: Store> Handler<S> {
                 // would have saved it.
                 let day = report::parse_day(&report.day)?;
                 let late_days = self.config.report_late_days;
-                let plan = report::plan(None, Some(&report.as_of), OffsetDateTime::now_utc(), 0)?;
-                let plan = Plan {
-                    days: vec![day],
-                    late_days,
-                    ..plan
-                };
+                let plan = report::fanned_out(day, &report.as_of, late_days)?;
                 if merged.query != report::query(day)? {
                     return Err(BadRequest(format!(
                         "the partials answer another question than the report of {day}"

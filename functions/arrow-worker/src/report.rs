@@ -116,6 +116,16 @@ pub fn plan(
     }
 }
 
+/// The plan a fanned-out day is saved in: `day` alone, for the time
+/// `as_of` (RFC 3339) of the run that handed it on.
+pub fn fanned_out(day: Date, as_of: &str, late_days: u32) -> Result<Plan, BadRequest> {
+    Ok(Plan {
+        as_of: time("as_of", as_of)?.to_offset(time::UtcOffset::UTC),
+        days: vec![day],
+        late_days,
+    })
+}
+
 impl Plan {
     /// Whether no later scheduled run computes `day` again: `late_days` days
     /// after it have ended by the time this run stands for.

@@ -768,11 +768,7 @@ pub mod cors {
         let Some(origin) = allowed_origin(cors, headers).filter(|_| method_allowed) else {
             return reply;
         };
-        let mut add = |name: HeaderName, value: Option<HeaderValue>| {
-            if let Some(value) = value {
-                reply.headers.push((name, value));
-            }
-        };
+        let mut add = |name, value| push_header(&mut reply.headers, name, value);
         add(
             header::ACCESS_CONTROL_ALLOW_ORIGIN,
             allow_origin_value(cors, origin),
@@ -806,11 +802,7 @@ pub mod cors {
         let Some(origin) = allowed_origin(cors, request) else {
             return;
         };
-        let mut add = |name: HeaderName, value: Option<HeaderValue>| {
-            if let Some(value) = value {
-                reply.headers.push((name, value));
-            }
-        };
+        let mut add = |name, value| push_header(&mut reply.headers, name, value);
         add(
             header::ACCESS_CONTROL_ALLOW_ORIGIN,
             allow_origin_value(cors, origin),
@@ -825,6 +817,17 @@ pub mod cors {
                 .then_some(HeaderValue::from_static("true")),
         );
         add(header::VARY, Some(HeaderValue::from_static("Origin")));
+    }
+
+    /// `value` under `name` in `headers`, if there is one.
+    fn push_header(
+        headers: &mut Vec<(HeaderName, HeaderValue)>,
+        name: HeaderName,
+        value: Option<HeaderValue>,
+    ) {
+        if let Some(value) = value {
+            headers.push((name, value));
+        }
     }
 }
 
