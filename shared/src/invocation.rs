@@ -8,15 +8,25 @@ use lambda_runtime::{LambdaInvocation, tower::Layer, tower::Service};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use tokio::task::futures::TaskLocalFuture;
 use tracing::{Instrument, instrument::Instrumented};
 
 /// Invocations started in this process (one execution environment).
 static INVOCATIONS: AtomicU64 = AtomicU64::new(0);
 
+tokio::task_local! {
+    /// Whether the invocation whose future is being polled is the first of
+    /// this environment: per invocation, so it stays true for the first one
+    /// and false for the others when several run at once (Lambda Managed
+    /// Instances).
+    static COLD_START: bool;
+}
+
 /// Whether the invocation in progress is the first of this execution
-/// environment (false outside [`crate::run`], e.g. in unit tests).
+/// environment (false outside [`crate::run`], e.g. in unit tests, and in
+/// tasks an invocation spawns).
 pub fn is_cold_start() -> bool {
-    INVOCATIONS.load(Ordering::Relaxed) == 1
+    COLD_START.try_with(|cold| *cold).unwrap_or(false)
 }
 
 /// Count an invocation; true for the first one.
@@ -160,7 +170,7 @@ where
 {
     type Response = S::Response;
     type Error = S::Error;
-    type Future = Instrumented<S::Future>;
+    type Future = Instrumented<TaskLocalFuture<bool, S::Future>>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         self.inner.poll_ready(cx)
@@ -184,7 +194,7 @@ where
             }
             self.inner.call(req)
         };
-        future.instrument(span)
+        COLD_START.scope(cold_start, future).instrument(span)
     }
 }
 
@@ -265,12 +275,26 @@ mod tests {
         assert!(Deadline::from_context(&context).is_past(), "1970");
     }
 
-    #[test]
-    fn only_the_first_invocation_is_cold() {
-        assert!(!is_cold_start(), "no invocation yet");
+    #[tokio::test]
+    async fn only_the_first_invocation_is_cold_even_when_they_overlap() {
+        assert!(!is_cold_start(), "outside an invocation");
         assert!(begin_invocation());
-        assert!(is_cold_start());
         assert!(!begin_invocation());
-        assert!(!is_cold_start());
+        // Two invocations in flight at once, each polled in its own scope:
+        // each reads its own marker whatever the other does.
+        let (first_go, first_wait) = tokio::sync::oneshot::channel::<()>();
+        let first = COLD_START.scope(true, async move {
+            let before = is_cold_start();
+            let _ = first_wait.await;
+            (before, is_cold_start())
+        });
+        let second = COLD_START.scope(false, async move {
+            let seen = is_cold_start();
+            let _ = first_go.send(());
+            seen
+        });
+        let ((before, after), second) = tokio::join!(first, second);
+        assert!(before && after, "the first stays cold");
+        assert!(!second, "the second is warm");
     }
 }

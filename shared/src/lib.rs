@@ -34,6 +34,7 @@ pub mod allocator;
 pub mod arena;
 #[cfg(feature = "aws")]
 pub mod aws;
+pub mod concurrency;
 pub mod config;
 pub mod connections;
 pub mod invocation;
@@ -59,6 +60,7 @@ pub const SETTINGS: &[&str] = &[
     "AWS_LAMBDA_LOG_LEVEL",
     "RUST_LOG",
     "OPEN_CONNECTIONS_AT_INIT",
+    concurrency::MAX_CONCURRENCY_VAR,
 ];
 
 /// What cold start decided, for the handler and its responses.
@@ -75,6 +77,9 @@ pub struct Init {
     /// Whether the function opens its connections during init
     /// (`OPEN_CONNECTIONS_AT_INIT`, see [`connections`]).
     pub open_connections: bool,
+    /// How many invocations this environment serves at once
+    /// (`AWS_LAMBDA_MAX_CONCURRENCY`, see [`concurrency`]).
+    pub concurrency: concurrency::Concurrency,
 }
 
 impl Init {
@@ -134,12 +139,14 @@ impl Init {
     /// global (no logging, no pool, no allocator change): for unit tests and
     /// benchmarks of handlers.
     pub fn decide(env: &dyn Env) -> Result<Self, ConfigError> {
+        let concurrency = concurrency::Concurrency::from_env(env)?;
         Ok(Self {
-            vcpus: vcpus::from_env(env)?,
+            vcpus: vcpus::from_env(env, concurrency)?,
             policy: allocator::Policy::from_env(env)?,
             allocator: allocator::name(),
             started: Instant::now(),
             open_connections: connections::at_init(env)?,
+            concurrency,
         })
     }
 }
@@ -161,6 +168,7 @@ pub fn start<C, E: std::fmt::Display>(
         policy,
         started,
         open_connections,
+        concurrency,
         ..
     } = Init::decide(env)?;
     // `Display` of any error type: keep the promised single line.
@@ -180,6 +188,7 @@ pub fn start<C, E: std::fmt::Display>(
         allocator = allocator::name(),
         memory_return = %policy,
         allocator_settings = %applied,
+        concurrency = %concurrency,
         init_ms = started.elapsed().as_secs_f64() * 1000.0,
         "shared init done"
     );
@@ -189,6 +198,7 @@ pub fn start<C, E: std::fmt::Display>(
         allocator: allocator::name(),
         started,
         open_connections,
+        concurrency,
     };
     Ok((init, config))
 }
@@ -214,21 +224,26 @@ pub fn or_exit<T, E: std::fmt::Display>(result: Result<T, E>) -> T {
 
 /// Run the Lambda runtime loop with `handler`, wrapping every invocation in a
 /// span with its request id and the cold-start marker.
+///
+/// One code path for both ways Lambda invokes: on Lambda Managed Instances
+/// (`AWS_LAMBDA_MAX_CONCURRENCY` set, see [`concurrency`]) up to that many
+/// invocations run at once, each on a clone of `handler` (so a handler holds
+/// its state behind an `Arc`); on-demand, one after another.
 pub async fn run<A, F, R, B, S, D, E>(init: &Init, handler: F) -> Result<(), lambda_runtime::Error>
 where
-    F: Service<LambdaEvent<A>, Response = R>,
-    F::Future: Future<Output = Result<R, F::Error>>,
+    F: Service<LambdaEvent<A>, Response = R> + Clone + Send + 'static,
+    F::Future: Future<Output = Result<R, F::Error>> + Send + 'static,
     F::Error: Into<Diagnostic> + Debug,
-    A: for<'de> Deserialize<'de>,
-    R: IntoFunctionResponse<B, S>,
-    B: Serialize,
+    A: for<'de> Deserialize<'de> + Send + 'static,
+    R: IntoFunctionResponse<B, S> + Send + 'static,
+    B: Serialize + Send + 'static,
     S: futures_core::Stream<Item = Result<D, E>> + Unpin + Send + 'static,
-    D: Into<bytes::Bytes> + Send,
-    E: Into<lambda_runtime::Error> + Send + Debug,
+    D: Into<bytes::Bytes> + Send + 'static,
+    E: Into<lambda_runtime::Error> + Send + Debug + 'static,
 {
     Runtime::new(handler)
         .layer(invocation::ColdStartLayer::new(init.elapsed()))
-        .run()
+        .run_concurrent()
         .await
 }
 

@@ -14,13 +14,14 @@
 //! unless `WORKER_COUNT` is set, which overrides all three. Ties are decided in
 //! that order. Every value is validated: a bad one is a [`ConfigError`].
 //!
-//! Memory above 10,240 MB (up to 32,768 MB) exists only on Lambda Managed
-//! Instances, where a function's vCPUs follow the capacity provider's memory
-//! per vCPU (2 to 8 GiB), not the 1,769 MB rule: there the memory is no input,
-//! and the cgroup quota and the cores decide. A Managed Instances function of
-//! 10,240 MB or less cannot be told apart by its memory and is read by the
-//! rule, which may not match its vCPUs: set `WORKER_COUNT` there.
+//! On Lambda Managed Instances (`AWS_LAMBDA_MAX_CONCURRENCY` set, see
+//! [`crate::concurrency`]) a function's vCPUs follow the capacity provider's
+//! memory per vCPU (2, 4 or 8 GiB), not the 1,769 MB rule: there the memory
+//! is no input, and the cgroup quota and the CPUs allowed decide. Memory
+//! above 10,240 MB (up to 32,768 MB) exists only there, and is no input
+//! either.
 
+use crate::concurrency::Concurrency;
 use crate::config::{ConfigError, Env, parse_in_range};
 use std::fmt;
 
@@ -339,10 +340,17 @@ fn cgroup_dirs(proc_self_cgroup: &str) -> Vec<CgroupDir> {
 }
 
 /// Gather the inputs from `env` and this machine, then [`detect`].
-pub fn from_env(env: &dyn Env) -> Result<Vcpus, ConfigError> {
+pub fn from_env(env: &dyn Env, concurrency: Concurrency) -> Result<Vcpus, ConfigError> {
+    // On Managed Instances the vCPUs follow the capacity provider's memory
+    // per vCPU, which the environment shows as its cgroup quota and CPUs:
+    // the memory size is no input there, whatever it is.
+    let memory_mb = match concurrency {
+        Concurrency::ManagedInstances(_) => None,
+        Concurrency::OnDemand => env.get("AWS_LAMBDA_FUNCTION_MEMORY_SIZE")?,
+    };
     detect(&Inputs {
         worker_count: env.get("WORKER_COUNT")?,
-        memory_mb: env.get("AWS_LAMBDA_FUNCTION_MEMORY_SIZE")?,
+        memory_mb,
         cgroup: read_cgroup(),
         available: cpus_allowed(),
     })
@@ -613,16 +621,35 @@ mod tests {
 
     #[test]
     fn from_env_reads_the_two_variables() {
-        let v = from_env(&[
-            ("WORKER_COUNT", "3"),
-            ("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "128"),
-        ])
+        let v = from_env(
+            &[
+                ("WORKER_COUNT", "3"),
+                ("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "128"),
+            ],
+            Concurrency::OnDemand,
+        )
         .unwrap();
         assert_eq!(
             (v.workers, v.decided_by, v.lambda_share),
             (3, Source::Override, Some(1))
         );
-        let err = from_env(&[("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "abc")]).unwrap_err();
+        let err = from_env(
+            &[("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "abc")],
+            Concurrency::OnDemand,
+        )
+        .unwrap_err();
         assert_eq!(err.setting, "AWS_LAMBDA_FUNCTION_MEMORY_SIZE");
+    }
+
+    #[test]
+    fn on_managed_instances_the_memory_size_is_no_input() {
+        // 128 MB would mean one vCPU on demand; on Managed Instances the
+        // environment's own CPUs decide (no quota in a test process).
+        let env = [("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "128")];
+        let v = from_env(&env, Concurrency::ManagedInstances(8)).unwrap();
+        assert_eq!(v.lambda_share, None);
+        assert_ne!(v.decided_by, Source::LambdaMemory);
+        let on_demand = from_env(&env, Concurrency::OnDemand).unwrap();
+        assert_eq!(on_demand.lambda_share, Some(1));
     }
 }

@@ -90,6 +90,7 @@ impl Error {
         match self {
             Error::InvalidRequest(_) => "InvalidRequest",
             Error::Scan(ScanError::TooManyRows(_)) => "TooManyRows",
+            Error::Scan(ScanError::Busy { .. }) => "Busy",
             Error::Scan(ScanError::Deadline { .. }) | Error::MergeDeadline { .. } => {
                 "DeadlineTooShort"
             }
@@ -132,6 +133,13 @@ mod tests {
         let cases = [
             (Error::from(BadRequest("x".into())), "InvalidRequest"),
             (Error::from(ScanError::TooManyRows(5)), "TooManyRows"),
+            (
+                Error::from(ScanError::Busy {
+                    held: 90,
+                    limit: 100,
+                }),
+                "Busy",
+            ),
             (
                 Error::from(ScanError::Store(StoreError("down".into()))),
                 "DynamoDBError",

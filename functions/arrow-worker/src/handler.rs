@@ -20,6 +20,7 @@
 
 use crate::aggregate::aggregate;
 use crate::answer::{Answer, Group, MAX_ANSWER_BYTES, Rows, Run, Unanswerable};
+use crate::budget::RowBudget;
 use crate::config::Config;
 use crate::error::Error;
 use crate::merge::{Merger, merge};
@@ -56,6 +57,11 @@ pub struct Handler<S> {
     config: Config,
     workers: u32,
     prewarm: Option<Prewarm>,
+    /// `MAX_ROWS`: the rows every scan in flight holds at once (see `budget.rs`).
+    rows: RowBudget,
+    /// The bytes of stored partials every merge in flight holds at once
+    /// (`merge_read_bytes`), in KiB.
+    merge_reads: Semaphore,
 }
 
 impl<S: Store> Handler<S> {
@@ -65,9 +71,11 @@ impl<S: Store> Handler<S> {
     pub fn new(store: S, config: Config, workers: usize, prewarm: Option<Prewarm>) -> Self {
         Self {
             store,
-            config,
             workers: u32::try_from(workers).unwrap_or(1).max(1),
             prewarm,
+            rows: RowBudget::new(config.max_rows),
+            merge_reads: Semaphore::new(kib(config.merge_read_bytes as u64) as usize),
+            config,
         }
     }
 
@@ -439,8 +447,9 @@ impl<S: Store> Handler<S> {
                 budget,
             });
         }
-        let held = Semaphore::new(kib(budget as u64) as usize);
-        let held = &held;
+        // Shared with every merge in flight: together they hold at most
+        // `merge_read_bytes` of partials.
+        let held = &self.merge_reads;
         let to_merge = partials.len();
         let mut reads = futures::stream::iter(partials)
             .map(|stored| async move {
@@ -537,22 +546,24 @@ impl<S: Store> Handler<S> {
         deadline: Deadline,
     ) -> Result<(Vec<Group>, Rows, u64), Error> {
         let window = query.validate()?;
-        let max_rows = self.config.max_rows;
         let Scanned {
             collected: batches,
             mut rows,
             pages,
+            held,
         } = scan(
             &self.store,
             sources,
             query.group_by,
-            Some(max_rows),
+            Some(&self.rows),
             deadline,
             Vec::new,
         )
         .await?;
         let (groups, matched) =
             shared::pool::run("aggregation", move || aggregate(batches, window)).await??;
+        // The scanned rows are gone: give their share of the budget back.
+        drop(held);
         rows.matched = matched;
         Ok((groups, rows, pages))
     }

@@ -15,6 +15,7 @@
 pub mod aggregate;
 pub mod answer;
 pub mod aws;
+pub mod budget;
 pub mod columns;
 pub mod config;
 pub mod dynamodb;

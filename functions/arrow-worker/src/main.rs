@@ -3,12 +3,17 @@
 //! of traffic), runs the pipeline once on a few synthetic orders and builds
 //! the SDK clients.
 
+// Proving the handler's future `Send` (each invocation may run on another
+// thread, see `shared::run`) walks the SDK clients' deep future types.
+#![recursion_limit = "256"]
+
 use arrow_worker::aws::AwsStore;
 use arrow_worker::config::{Config, Prewarm};
 use arrow_worker::dynamodb::DynamoTables;
 use arrow_worker::handler::Handler;
 use arrow_worker::s3::S3Objects;
 use lambda_runtime::{Error, service_fn};
+use std::sync::Arc;
 
 // This binary's allocator: `Mimalloc`, `Jemalloc`, `Snmalloc` or `System`
 // (with the same feature of `shared` in Cargo.toml; `System` needs none).
@@ -61,7 +66,15 @@ async fn main() -> Result<(), Error> {
         let readers = init.vcpus.workers.max(shared::orders::DAY_SHARDS as usize);
         store.open_connections(readers).await;
     }
-    let handler = Handler::new(store, config, init.vcpus.workers, prewarm);
-    let handler = &handler;
-    shared::run(&init, service_fn(move |event| handler.handle(event))).await
+    // One handler per environment, shared by every invocation in flight
+    // (several at once on Lambda Managed Instances).
+    let handler = Arc::new(Handler::new(store, config, init.vcpus.workers, prewarm));
+    shared::run(
+        &init,
+        service_fn(move |event| {
+            let handler = Arc::clone(&handler);
+            async move { handler.handle(event).await }
+        }),
+    )
+    .await
 }

@@ -17,6 +17,7 @@
 //! the execution environment: the next invocation is a cold start).
 
 use crate::answer::Rows;
+use crate::budget::{Held, Refused, RowBudget};
 use crate::columns::to_batch;
 use crate::query::GroupBy;
 use crate::store::{Source, Store, StoreError};
@@ -60,6 +61,9 @@ pub struct Scanned<C> {
     pub rows: Rows,
     /// Pages read.
     pub pages: u64,
+    /// The rows reserved in the environment's budget for what was
+    /// collected: keep it until the collected rows are dropped.
+    pub held: Held,
 }
 
 /// Why a scan stopped.
@@ -73,6 +77,17 @@ pub enum ScanError {
         "more than {0} rows (MAX_ROWS) in one invocation: fan out over more segments (see the state machine in template.yaml)"
     )]
     TooManyRows(u64),
+    /// Other requests in flight in this environment (Lambda Managed
+    /// Instances) hold the rest of the rows it may hold at once.
+    #[error(
+        "busy: other requests in this environment hold {held} of its {limit} rows (MAX_ROWS); try again shortly"
+    )]
+    Busy {
+        /// Rows held by every request when this one was refused.
+        held: u64,
+        /// The environment's budget.
+        limit: u64,
+    },
     /// The invocation's deadline came before the last page.
     #[error(
         "the scan stopped at the invocation's deadline after {pages} page(s), {rows} row(s): fan out over more segments (the state machine's total_segments) or raise the function's Timeout (template.yaml)"
@@ -87,17 +102,18 @@ pub enum ScanError {
 
 /// Read `sources` concurrently, keyed by `group_by`, each page's rows handed
 /// to a collector (one per source, made by `collector`, joined at the end);
-/// stopping with an error once more than `max_rows` items were read (if
-/// given) or at `deadline`.
+/// stopping with an error once the rows read do not fit in `budget` (if
+/// given: `TooManyRows` past it alone, `Busy` when other requests hold the
+/// rest) or at `deadline`.
 pub async fn scan<S: Store, C: Collect>(
     store: &S,
     sources: impl IntoIterator<Item = Source>,
     group_by: GroupBy,
-    max_rows: Option<u64>,
+    budget: Option<&RowBudget>,
     deadline: Deadline,
     collector: impl Fn() -> C + Sync,
 ) -> Result<Scanned<C>, C::Error> {
-    let limit = max_rows.unwrap_or(u64::MAX);
+    let limit = budget.map_or(u64::MAX, RowBudget::limit);
     let (read, pages) = (AtomicU64::new(0), AtomicU64::new(0));
     let (read, pages, collector) = (&read, &pages, &collector);
     let late = || ScanError::Deadline {
@@ -110,6 +126,7 @@ pub async fn scan<S: Store, C: Collect>(
             collected: collector(),
             rows: Rows::default(),
             pages: 0,
+            held: Held::default(),
         };
         let mut start = None;
         loop {
@@ -130,6 +147,17 @@ pub async fn scan<S: Store, C: Collect>(
                 > limit
             {
                 return Err(ScanError::TooManyRows(limit).into());
+            }
+            if let Some(budget) = budget {
+                budget
+                    .reserve(&mut part.held, items)
+                    .map_err(|refused| match refused {
+                        Refused::TooMany => ScanError::TooManyRows(limit),
+                        Refused::Busy => ScanError::Busy {
+                            held: budget.in_use(),
+                            limit,
+                        },
+                    })?;
             }
             let (batch, skipped) = to_batch(&page.items, group_by);
             drop(page.items);
@@ -157,8 +185,10 @@ pub async fn scan<S: Store, C: Collect>(
         collected: collector(),
         rows: Rows::default(),
         pages: 0,
+        held: Held::default(),
     };
     for part in parts {
+        all.held.join(part.held);
         all.collected.join(part.collected)?;
         all.rows
             .add(&part.rows)
@@ -229,7 +259,7 @@ mod tests {
             &store,
             Source::segments(2),
             GroupBy::Day,
-            Some(10),
+            Some(&RowBudget::new(10)),
             in_ms(50),
             Vec::new,
         )
@@ -248,7 +278,7 @@ mod tests {
             &store,
             Source::segments(1),
             GroupBy::Day,
-            Some(10),
+            Some(&RowBudget::new(10)),
             in_ms(60_000),
             Vec::new,
         )
@@ -262,11 +292,12 @@ mod tests {
             hangs: true,
             ..Endless::default()
         };
+        let budget = RowBudget::new(10);
         let scan = scan(
             &store,
             Source::segments(3),
             GroupBy::Day,
-            Some(10),
+            Some(&budget),
             in_ms(50),
             Vec::new,
         );
@@ -285,7 +316,7 @@ mod tests {
             &store,
             Source::segments(4),
             GroupBy::Day,
-            Some(10),
+            Some(&RowBudget::new(10)),
             in_ms(0),
             Vec::new,
         )

@@ -10,8 +10,9 @@ use lru::LruCache;
 use std::num::NonZeroUsize;
 use std::sync::{Mutex, PoisonError};
 
-/// Recently stored orders. Invocations run one at a time, so the lock is never
-/// contended; it exists because the handler is shared by reference.
+/// Recently stored orders, shared by every invocation of the environment (on
+/// Lambda Managed Instances, several at once). The lock is held for one
+/// lookup or insert, never across an await.
 #[derive(Debug)]
 pub struct StoredOrders {
     entries: Mutex<LruCache<String, [u8; 32]>>,

@@ -20,7 +20,8 @@ pub struct Config {
     pub dead_letter_queue_url: String,
     /// `CACHE_CAPACITY`: orders remembered, 1 to 100,000.
     pub cache_capacity: NonZeroUsize,
-    /// `WRITE_CONCURRENCY`: writes in flight per batch, 1 to 64.
+    /// `WRITE_CONCURRENCY`: writes in flight per execution environment, shared
+    /// by every batch it serves at once (Lambda Managed Instances), 1 to 64.
     pub write_concurrency: usize,
     /// `POWERTOOLS_METRICS_NAMESPACE`: CloudWatch namespace of the EMF metrics.
     pub metrics_namespace: String,

@@ -34,7 +34,18 @@
 //! FIFO queue each message group is one lane, processed in order, and once a
 //! record of a group fails (is reported failed), the later records of that
 //! group fail unprocessed (order is kept; other groups go on). A dead-lettered
-//! record does not stop its group. Up to `WRITE_CONCURRENCY` lanes run at once.
+//! record does not stop its group.
+//!
+//! `WRITE_CONCURRENCY` is the environment's budget, not a batch's: at most that
+//! many records are being written (stored or dead-lettered) at once, across
+//! every invocation in flight. On Lambda Managed Instances one environment
+//! serves several batches at once (`shared::concurrency`); they share the
+//! budget, first come first served (a fair semaphore), so N batches never
+//! open N times the connections or overrun the table's share. Two batches
+//! carrying the same order both find it stored: one writes it, the other's
+//! conditional write finds it `AlreadyStored` (or the cache has it), and both
+//! acknowledge it. No lock is held across an await: the cache's and the
+//! outcomes' are taken and released between awaits.
 //!
 //! The batch must be answered by the invocation's [`Deadline`] (the shared
 //! rule); the retries of `retry.rs` stop there too, and a record not stored (or
@@ -70,6 +81,7 @@ use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Mutex, PoisonError};
+use tokio::sync::Semaphore;
 use tokio::time::Instant;
 
 /// What happened to one record.
@@ -140,6 +152,9 @@ pub struct Handler<S, D> {
     dead_letters: D,
     cache: StoredOrders,
     write_concurrency: usize,
+    /// The environment's write budget: `write_concurrency` permits shared by
+    /// every invocation in flight.
+    writes: Semaphore,
     backoff: Backoff,
     dead_letter_backoff: Backoff,
     metrics_namespace: String,
@@ -154,6 +169,7 @@ impl<S: OrderStore, D: DeadLetters> Handler<S, D> {
             dead_letters,
             cache: StoredOrders::new(config.cache_capacity),
             write_concurrency: config.write_concurrency,
+            writes: Semaphore::new(config.write_concurrency),
             backoff: Backoff::default(),
             dead_letter_backoff: Backoff {
                 max_attempts: DEAD_LETTER_ATTEMPTS,
@@ -259,6 +275,12 @@ impl<S: OrderStore, D: DeadLetters> Handler<S, D> {
             let outcome = if blocked {
                 Outcome::Failed(RecordFailure::Blocked)
             } else {
+                // Waits its turn in the environment's budget; the batch's
+                // deadline cuts off the wait like the write.
+                let Ok(_permit) = self.writes.acquire().await else {
+                    // Never closed: the handler owns it.
+                    return;
+                };
                 // A panic fails this record only: the others keep their outcomes.
                 AssertUnwindSafe(self.process_one(&records[index], fifo, deadline))
                     .catch_unwind()
@@ -268,7 +290,7 @@ impl<S: OrderStore, D: DeadLetters> Handler<S, D> {
                     })
             };
             blocked = fifo && matches!(outcome, Outcome::Failed(_));
-            // Never contended: the lanes run on one task, between awaits.
+            // Never contended: a batch's lanes run on one task, between awaits.
             finished.lock().unwrap_or_else(PoisonError::into_inner)[index] = Some(outcome);
         }
     }

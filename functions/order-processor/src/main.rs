@@ -5,6 +5,7 @@ use lambda_runtime::service_fn;
 use order_processor::{
     config::Config, dynamodb::DynamoStore, handler::Handler, sqs::SqsDeadLetters,
 };
+use std::sync::Arc;
 
 // This binary's allocator: `Mimalloc`, `Jemalloc`, `Snmalloc` or `System`
 // (with the same feature of `shared` in Cargo.toml; `System` needs none).
@@ -35,6 +36,15 @@ async fn main() -> Result<(), lambda_runtime::Error> {
         aws_sdk_sqs::Client::new(&sdk),
         &config.dead_letter_queue_url,
     );
-    let handler = Handler::new(store, dead_letters, &config);
-    shared::run(&init, service_fn(|event| handler.handle(event))).await
+    // One handler per environment, shared by every invocation in flight
+    // (several at once on Lambda Managed Instances).
+    let handler = Arc::new(Handler::new(store, dead_letters, &config));
+    shared::run(
+        &init,
+        service_fn(move |event| {
+            let handler = Arc::clone(&handler);
+            async move { handler.handle(event).await }
+        }),
+    )
+    .await
 }

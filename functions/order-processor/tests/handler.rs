@@ -551,3 +551,91 @@ async fn a_dead_letter_whose_answer_is_lost_is_reported_failed_and_sent_again_al
         );
     }
 }
+
+/// A handler whose environment may write `writes` orders at once.
+fn handler_with_writes(store: MemoryOrders, writes: &'static str) -> TestHandler {
+    let config = Config::from_env(&[
+        ("TABLE_NAME", "orders"),
+        ("CACHE_CAPACITY", "100"),
+        ("DEAD_LETTER_QUEUE_URL", dead_letters::QUEUE_URL),
+        ("WRITE_CONCURRENCY", writes),
+    ])
+    .expect("config");
+    Handler::new(store, MemoryDeadLetters::new(), &config)
+}
+
+/// `batches` batches of `per_batch` records, as Lambda Managed Instances
+/// delivers them to one environment at once: every batch carries the shared
+/// orders `o-shared-0..shared` (duplicates across batches) and orders of its
+/// own.
+fn overlapping_batches(batches: usize, per_batch: usize, shared: usize) -> Vec<Vec<SqsMessage>> {
+    (0..batches)
+        .map(|b| {
+            (0..per_batch)
+                .map(|i| {
+                    let order = match i < shared {
+                        true => format!("o-shared-{i}"),
+                        false => format!("o-{b}-{i}"),
+                    };
+                    record(&format!("m-{b}-{i}"), Some(order_body(&order, "c")), None)
+                })
+                .collect()
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn concurrent_batches_share_one_write_budget() {
+    let store = MemoryOrders::new().delay(Duration::from_millis(10));
+    let h = handler_with_writes(store, "3");
+    let batches = overlapping_batches(8, 10, 0);
+    let reports =
+        futures::future::join_all(batches.iter().map(|records| h.process(records, soon()))).await;
+    for report in reports {
+        assert_eq!(
+            failed_ids(report.expect("report").response()),
+            Vec::<String>::new()
+        );
+    }
+    assert_eq!(h.store().stored(), 80);
+    // 8 batches of 10 would have had 8 x 3 writes in flight with a budget
+    // per batch; the environment's budget holds all of them to 3.
+    assert_eq!(h.store().peak_in_flight(), 3);
+}
+
+#[tokio::test]
+async fn the_same_orders_in_concurrent_batches_are_stored_once_and_never_lost() {
+    // Duplicates across 8 batches in flight together, and a store that
+    // throttles its first 20 calls: every record is acknowledged only once
+    // its order is in the store, no order is written twice, and nothing the
+    // store never got is acknowledged.
+    let store = MemoryOrders::new()
+        .delay(Duration::from_millis(2))
+        .fail_first(20, StoreError::transient("throttled"));
+    let h = handler_with_writes(store, "4");
+    let batches = overlapping_batches(8, 10, 4);
+    let reports =
+        futures::future::join_all(batches.iter().map(|records| h.process(records, soon()))).await;
+    let mut stored = 0;
+    for (records, report) in batches.iter().zip(reports) {
+        let report = report.expect("report");
+        assert_eq!(report.outcomes.len(), records.len());
+        for (id, outcome) in &report.outcomes {
+            assert!(
+                matches!(
+                    outcome,
+                    Outcome::Stored | Outcome::AlreadyStored | Outcome::DuplicateSkipped
+                ),
+                "{id}: {outcome:?}"
+            );
+            stored += usize::from(*outcome == Outcome::Stored);
+        }
+    }
+    // 4 shared orders and 6 own ones per batch: each written exactly once.
+    assert_eq!(h.store().stored(), 4 + 8 * 6);
+    assert_eq!(
+        stored,
+        4 + 8 * 6,
+        "one Written per order, the rest found it"
+    );
+}

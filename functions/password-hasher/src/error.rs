@@ -23,8 +23,9 @@ pub enum Error {
     /// The estimated work would not finish before the deadline; refused before
     /// any hashing (`DeadlineTooShort`, HTTP 400).
     #[error(
-        "{hashes} hash(es) at cost {cost} on {workers} worker(s) sharing {vcpus:.2} vCPU(s) need about {:.1} s; {:.1} s are left before the deadline: send smaller batches or a lower cost",
+        "{hashes} hash(es) at cost {cost} on {workers} worker(s) sharing {vcpus:.2} vCPU(s) need about {:.1} s{}; {:.1} s are left before the deadline: send smaller batches or a lower cost",
         .estimate.as_secs_f64(),
+        behind(*.queued),
         .left.as_secs_f64()
     )]
     DeadlineTooShort {
@@ -38,6 +39,10 @@ pub enum Error {
         vcpus: f64,
         /// How long they would take, from the cold-start calibration.
         estimate: Duration,
+        /// The estimated time of the work this environment accepted before
+        /// and has not finished (other requests in flight on Lambda Managed
+        /// Instances; zero on demand), see [`crate::backlog`].
+        queued: Duration,
         /// Time left to work before the deadline.
         left: Duration,
     },
@@ -45,6 +50,17 @@ pub enum Error {
     /// (`InternalError`, HTTP 500).
     #[error(transparent)]
     Internal(#[from] HashingError),
+}
+
+/// The work a refused request would have waited behind, if any.
+fn behind(queued: Duration) -> String {
+    match queued.is_zero() {
+        true => String::new(),
+        false => format!(
+            " behind {:.1} s of work already accepted",
+            queued.as_secs_f64()
+        ),
+    }
 }
 
 impl Error {
@@ -88,6 +104,7 @@ mod tests {
             workers: 2,
             vcpus: 1.0175,
             estimate: Duration::from_millis(128_000),
+            queued: Duration::ZERO,
             left: Duration::from_secs(20),
         }
     }
@@ -127,6 +144,23 @@ mod tests {
         assert_eq!(
             error.to_string(),
             "1000 hash(es) at cost 14 on 2 worker(s) sharing 1.02 vCPU(s) need about 128.0 s; 20.0 s are left before the deadline: send smaller batches or a lower cost"
+        );
+        let Error::DeadlineTooShort { estimate, left, .. } = too_slow() else {
+            unreachable!("too_slow is DeadlineTooShort")
+        };
+        let busy = Error::DeadlineTooShort {
+            hashes: 10,
+            cost: 10,
+            workers: 2,
+            vcpus: 2.0,
+            estimate,
+            queued: Duration::from_millis(2_500),
+            left,
+        };
+        assert!(
+            busy.to_string()
+                .contains("128.0 s behind 2.5 s of work already accepted; 20.0 s are left"),
+            "{busy}"
         );
     }
 }

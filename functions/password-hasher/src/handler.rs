@@ -14,14 +14,23 @@
 //!   decoding a Function URL's body, parsing and validating the request
 //!   ([`request`]), the time estimate and building the answer. All linear in
 //!   the payload, which Lambda bounds at 6 MB, and cheap next to bcrypt;
-//! - on the Rayon pool: bcrypt, the whole batch handed over at once with
-//!   [`hashing::on_pool`] and awaited through a oneshot channel, so the
-//!   tokio thread never runs a hash.
+//! - on the Rayon pool: bcrypt, handed over in rounds of one lockstep group
+//!   per pool thread with [`hashing::on_pool`] and awaited through a oneshot
+//!   channel, so the tokio thread never runs a hash.
+//!
+//! Rounds make the pool fair when requests share it (Lambda Managed
+//! Instances): a batch hands over its next round only once the last one is
+//! done, so a round of another request, queued meanwhile, runs before it. A
+//! small request waits about one round, not behind a whole large batch (a
+//! Rayon thread steals its neighbours' groups before it takes new work).
+//! Alone, a batch runs the same groups in the same time.
 //!
 //! A batch whose estimated time ([`Estimator`](calibration::Estimator), see
-//! [`Estimates`]) would not fit before the
-//! invocation's [`Deadline`] (the shared rule) is refused before any hashing.
+//! [`Estimates`]), behind the work already accepted ([`Backlog`]), would not
+//! fit before the invocation's [`Deadline`] (the shared rule) is refused
+//! before any hashing.
 
+use crate::backlog::Backlog;
 use crate::calibration::{self, Estimates};
 use crate::config::Config;
 use crate::error::Error;
@@ -32,6 +41,7 @@ use lambda_runtime::{Diagnostic, LambdaEvent};
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 use shared::invocation::Deadline;
+use std::sync::Arc;
 use std::time::Instant;
 
 /// Share of the time left that the estimated work may take.
@@ -43,6 +53,8 @@ pub struct Handler {
     limits: Config,
     estimates: Estimates,
     init: shared::Init,
+    /// The work accepted and not finished, shared by every clone.
+    backlog: Arc<Backlog>,
 }
 
 impl Handler {
@@ -53,6 +65,7 @@ impl Handler {
             limits,
             estimates: estimates.into(),
             init,
+            backlog: Arc::default(),
         }
     }
 
@@ -133,45 +146,50 @@ impl Handler {
                 .filter_map(|pair| hashing::verify_cost(pair, max_cost).ok())
                 .fold((0, self.limits.min_cost), |(n, max), c| (n + 1, max.max(c))),
         };
-        let fits = |estimate: std::time::Duration| {
-            estimate.as_secs_f64() <= deadline.remaining().as_secs_f64() * DEADLINE_SHARE
-        };
+        let budget = || deadline.remaining().mul_f64(DEADLINE_SHARE);
         let mut estimate = self.estimates.current().estimate(hashes, cost, vcpus);
-        if !fits(estimate) && !self.estimates.calibrated() {
+        if estimate > budget() && !self.estimates.calibrated() {
             // The cautious prior refuses it: judge again once calibrated.
             estimate = self.estimates.settled().await.estimate(hashes, cost, vcpus);
         }
-        let left = deadline.remaining();
-        if !fits(estimate) {
-            return Err(Error::DeadlineTooShort {
-                hashes,
-                cost,
-                workers,
-                vcpus: calibration::parallelism(vcpus),
-                estimate,
-                left,
-            });
-        }
+        let _admitted =
+            self.backlog
+                .admit(estimate, budget())
+                .map_err(|queued| Error::DeadlineTooShort {
+                    hashes,
+                    cost,
+                    workers,
+                    vcpus: calibration::parallelism(vcpus),
+                    estimate,
+                    queued,
+                    left: deadline.remaining(),
+                })?;
         let operation = match &request {
             Request::Hash { .. } => "hash",
             Request::Verify { .. } => "verify",
         };
-        let (field, results) = hashing::on_pool(move || match request {
-            Request::Hash { passwords, cost } => {
-                hashing::hash_all(&passwords, cost).map(|h| ("hashes", json!(h)))
-            }
-            Request::Verify { items } => {
-                let verdicts: Vec<Value> = hashing::verify_all(&items, max_cost)
-                    .into_iter()
-                    .map(|v| match v {
-                        Ok(valid) => json!({"valid": valid}),
-                        Err(e) => json!({"error": e.to_string()}),
-                    })
-                    .collect();
-                Ok(("results", json!(verdicts)))
-            }
-        })
-        .await??;
+        let round = hashing::group_size(items, workers) * workers;
+        let mut results: Vec<Value> = Vec::with_capacity(items);
+        let mut field = "hashes";
+        for part in request.into_rounds(round) {
+            let (name, part) = hashing::on_pool(move || match part {
+                Request::Hash { passwords, cost } => hashing::hash_all(&passwords, cost)
+                    .map(|h| ("hashes", h.into_iter().map(Value::from).collect())),
+                Request::Verify { items } => {
+                    let verdicts: Vec<Value> = hashing::verify_all(&items, max_cost)
+                        .into_iter()
+                        .map(|v| match v {
+                            Ok(valid) => json!({"valid": valid}),
+                            Err(e) => json!({"error": e.to_string()}),
+                        })
+                        .collect();
+                    Ok(("results", verdicts))
+                }
+            })
+            .await??;
+            field = name;
+            results.extend::<Vec<Value>>(part);
+        }
         let memory = shared::memory::snapshot();
         let duration_ms = started.elapsed().as_secs_f64() * 1000.0;
         tracing::info!(
@@ -185,7 +203,7 @@ impl Handler {
         );
         Ok(json!({
             "operation": operation,
-            field: results,
+            field: Value::Array(results),
             "workers": workers,
             "detected_vcpus": self.init.vcpus,
             "duration_ms": duration_ms,
@@ -385,6 +403,66 @@ mod tests {
                 "200 hash(es) at cost 4 on 2 worker(s) sharing 1.02 vCPU(s) need about 3.2 s"
             ),
             "{refusal}"
+        );
+    }
+
+    #[tokio::test]
+    async fn work_already_accepted_counts_before_a_request_is_accepted() {
+        // A timing that makes each request long on paper (the hashes
+        // themselves take milliseconds): 80% of the time left holds one
+        // request and a half. The first is accepted; the second, arriving
+        // while the first is in flight, would end too late behind it and is
+        // refused naming the queued work; alone, the same request fits.
+        let timed = Estimator::from_sample(Duration::from_secs(1), 4);
+        let h = handler_at("3538", Some("2"), timed);
+        let request = || valid(json!({"operation": "hash", "cost": 4, "passwords": vec!["pw"; 4]}));
+        let estimate = timed.estimate(4, 4, &h.init.vcpus);
+        let deadline = Deadline::at(Instant::now() + estimate.mul_f64(1.5 / DEADLINE_SHARE));
+        let (first, second) =
+            tokio::join!(h.serve(request(), deadline), h.serve(request(), deadline));
+        assert_eq!(
+            first.expect("the first fits")["hashes"]
+                .as_array()
+                .map(Vec::len),
+            Some(4)
+        );
+        let refusal = second.expect_err("behind the first it does not fit");
+        assert_eq!(refusal.error_type(), "DeadlineTooShort");
+        assert!(
+            refusal.to_string().contains("s of work already accepted"),
+            "{refusal}"
+        );
+        let alone = h.serve(request(), deadline).await.expect("alone it fits");
+        assert_eq!(alone["hashes"].as_array().map(Vec::len), Some(4));
+    }
+
+    #[tokio::test]
+    async fn a_small_request_is_not_starved_behind_a_large_batch() {
+        // A batch of many lockstep groups and a small one sent just after it
+        // share the pool: the small one is served between two rounds of the
+        // large one, not after all of it (Rayon threads steal a batch's
+        // groups before they take new work).
+        let h = handler_at(
+            "3538",
+            Some("2"),
+            Estimator::from_sample(Duration::from_micros(1), 4),
+        );
+        let large = valid(json!({"operation": "hash", "cost": 8, "passwords": vec!["pw"; 120]}));
+        let small = valid(json!({"operation": "hash", "cost": 8, "passwords": ["pw", "pw"]}));
+        let started = Instant::now();
+        let finished = |answer: Result<Value, Error>| {
+            answer.expect("served");
+            started.elapsed()
+        };
+        let (large_took, small_took) =
+            tokio::join!(async { finished(h.serve(large, soon()).await) }, async {
+                finished(h.serve(small, soon()).await)
+            });
+        // A ratio of two times of one run, not a time: the small one is
+        // served within the large one's first rounds (of 10), not at its end.
+        assert!(
+            small_took < large_took / 2,
+            "the small request took {small_took:?}, the large batch {large_took:?}"
         );
     }
 

@@ -1,6 +1,7 @@
 //! Password hasher: bcrypt hash and verify batches on the Rayon pool sized to
 //! the function's vCPUs. `main.rs` wires these modules.
 
+pub mod backlog;
 pub mod calibration;
 pub mod config;
 pub mod eksblowfish;

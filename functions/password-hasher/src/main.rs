@@ -2,6 +2,7 @@
 
 use lambda_runtime::service_fn;
 use password_hasher::{calibration::Estimates, config::Config, handler::Handler};
+use std::sync::Arc;
 
 // This binary's allocator: `Mimalloc`, `Jemalloc`, `Snmalloc` or `System`
 // (with the same feature of `shared` in Cargo.toml; `System` needs none).
@@ -13,6 +14,15 @@ async fn main() -> Result<(), lambda_runtime::Error> {
     // The yardstick for refusing work that cannot finish before an
     // invocation's deadline: a cautious prior, calibrated on the pool only
     // when the prior would refuse a request (calibration.rs).
-    let handler = Handler::new(init.clone(), config, Estimates::on_demand());
-    shared::run(&init, service_fn(|event| handler.handle(event))).await
+    // One handler per environment, shared by every invocation in flight
+    // (several at once on Lambda Managed Instances).
+    let handler = Arc::new(Handler::new(init.clone(), config, Estimates::on_demand()));
+    shared::run(
+        &init,
+        service_fn(move |event| {
+            let handler = Arc::clone(&handler);
+            async move { handler.handle(event).await }
+        }),
+    )
+    .await
 }

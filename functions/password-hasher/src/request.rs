@@ -77,6 +77,31 @@ impl Request {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
+
+    /// The batch cut into requests of at most `size` items (at least 1), in
+    /// order; the items are moved, never copied.
+    pub fn into_rounds(self, size: usize) -> Vec<Request> {
+        fn cut<T>(mut items: Vec<T>, size: usize) -> Vec<Vec<T>> {
+            let mut rounds = Vec::with_capacity(items.len().div_ceil(size));
+            while items.len() > size {
+                let rest = items.split_off(size);
+                rounds.push(std::mem::replace(&mut items, rest));
+            }
+            rounds.push(items);
+            rounds
+        }
+        let size = size.max(1);
+        match self {
+            Request::Hash { passwords, cost } => cut(passwords, size)
+                .into_iter()
+                .map(|passwords| Request::Hash { passwords, cost })
+                .collect(),
+            Request::Verify { items } => cut(items, size)
+                .into_iter()
+                .map(|items| Request::Verify { items })
+                .collect(),
+        }
+    }
 }
 
 /// One pair of a verify request.

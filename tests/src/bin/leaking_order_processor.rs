@@ -11,7 +11,7 @@ use order_processor::{
     config::Config, dynamodb::DynamoStore, handler::Handler, sqs::SqsDeadLetters,
 };
 use shared::config::number_or;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 /// The setting: MiB kept per invocation.
 const LEAK_MIB: &str = "LEAK_MIB";
@@ -38,17 +38,18 @@ async fn main() -> Result<(), lambda_runtime::Error> {
         aws_sdk_sqs::Client::new(&sdk),
         &config.dead_letter_queue_url,
     );
-    let handler = Handler::new(store, dead_letters, &config);
-    let kept: Mutex<Vec<Vec<u8>>> = Mutex::default();
+    let handler = Arc::new(Handler::new(store, dead_letters, &config));
+    let kept: Arc<Mutex<Vec<Vec<u8>>>> = Arc::default();
     shared::run(
         &init,
-        service_fn(|event| {
+        service_fn(move |event| {
             // Written, not only reserved: untouched pages would not count.
             let block = vec![1_u8; leak_bytes];
             kept.lock()
                 .unwrap_or_else(|poisoned| poisoned.into_inner())
                 .push(block);
-            handler.handle(event)
+            let handler = Arc::clone(&handler);
+            async move { handler.handle(event).await }
         }),
     )
     .await

@@ -42,6 +42,18 @@ pub struct MemoryOrders {
     delay: Duration,
     /// Calls still to never answer.
     hangs_left: AtomicUsize,
+    /// Calls in progress now, and the most there ever were at once.
+    in_flight: AtomicUsize,
+    peak_in_flight: AtomicUsize,
+}
+
+/// Counts a call in progress while alive (also when the caller drops it).
+struct InFlight<'a>(&'a AtomicUsize);
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 impl Default for MemoryOrders {
@@ -70,6 +82,8 @@ impl MemoryOrders {
             panicking_orders: HashSet::new(),
             delay: Duration::ZERO,
             hangs_left: AtomicUsize::new(0),
+            in_flight: AtomicUsize::new(0),
+            peak_in_flight: AtomicUsize::new(0),
         }
     }
 
@@ -113,6 +127,11 @@ impl MemoryOrders {
         self.calls.load(Ordering::SeqCst)
     }
 
+    /// The most `put_order` calls that were ever in progress at once.
+    pub fn peak_in_flight(&self) -> usize {
+        self.peak_in_flight.load(Ordering::SeqCst)
+    }
+
     /// Orders kept (always 0 for [`accept_all`](Self::accept_all)).
     pub fn stored(&self) -> usize {
         self.kept.as_ref().map_or(0, |kept| {
@@ -145,6 +164,9 @@ impl MemoryOrders {
 impl OrderStore for MemoryOrders {
     async fn put_order(&self, order: &ValidOrder) -> Result<PutOutcome, StoreError> {
         self.calls.fetch_add(1, Ordering::SeqCst);
+        let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+        self.peak_in_flight.fetch_max(now, Ordering::SeqCst);
+        let _in_flight = InFlight(&self.in_flight);
         let hang = self
             .hangs_left
             .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
