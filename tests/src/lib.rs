@@ -779,3 +779,29 @@ impl Default for LocalAnalytics {
         Self::new()
     }
 }
+
+/// The Lambda Managed Instances environment of the function `name` of
+/// `template`, as `cargo xtask run` starts it: a pool of one emulator serving
+/// up to the function's `PerExecutionEnvironmentMaxConcurrency` at once, with
+/// `env` on top (queues as in [`start_from`]); `memory_mb`, if given, instead
+/// of the template's `MemorySize`. Panics if `template` runs it on demand.
+pub fn managed_pool(
+    template: &Template,
+    name: &str,
+    env: &[(&str, &str)],
+    memory_mb: Option<u32>,
+) -> local_stack::pool::Pool {
+    let bootstrap = binary(name);
+    let (rie, mut spec, log) = launch(template, name, &bootstrap, env);
+    let managed = template
+        .managed_instances(&spec)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .unwrap_or_else(|| panic!("{name} runs on demand in this template"));
+    if let Some(memory_mb) = memory_mb {
+        spec.memory_mb = memory_mb;
+    }
+    let limits = local_stack::cgroup::Limits::from_env().unwrap_or_else(|e| panic!("{e}"));
+    local_stack::pool::Pool::of_managed_instances(
+        &rie, &bootstrap, &spec, managed, env, &log, limits,
+    )
+}

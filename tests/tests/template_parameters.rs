@@ -16,9 +16,13 @@
 //!   reappear while still in flight and are processed twice);
 //! - the template's own rule: a message that keeps failing reaches its
 //!   dead-letter queue (`maxReceiveCount` receives, a visibility timeout apart)
-//!   before the queue's retention period deletes it.
+//!   before the queue's retention period deletes it;
+//! - CloudFormation: Lambda Managed Instances' capacity provider needs
+//!   security groups (`VpcConfig.SecurityGroupIds`, each an `sg-` id) beside
+//!   its subnets. (The functions' own settings on Managed Instances are checked
+//!   as the local stack reads them, `Template::functions`.)
 //!
-//! A combination the `Rules` accept must pass all three; one they refuse must
+//! A combination the `Rules` accept must pass them all; one they refuse must
 //! fail at least one (no refusal without a reason).
 
 use local_stack::template::Template;
@@ -32,10 +36,25 @@ const TOGETHER: &[&[&str]] = &[
         "OrdersQueueFifo",
     ],
     &["MaxReceiveCount", "OrderBatchingWindowSeconds"],
+    &[
+        "ManagedInstancesSubnetIds",
+        "ManagedInstancesSecurityGroupIds",
+    ],
 ];
 
 /// Values to try for parameters whose values cannot be listed (free text).
-const SAMPLES: &[(&str, &[&str])] = &[("AlarmEmail", &["", "ops@example.com"])];
+const SAMPLES: &[(&str, &[&str])] = &[
+    ("AlarmEmail", &["", "ops@example.com"]),
+    // On demand, or on Lambda Managed Instances in two subnets.
+    (
+        "ManagedInstancesSubnetIds",
+        &["", "subnet-0123456789abcdef0,subnet-0fedcba9876543210"],
+    ),
+    (
+        "ManagedInstancesSecurityGroupIds",
+        &["", "sg-0123456789abcdef0"],
+    ),
+];
 
 /// A walk this long means an interacting parameter needs `AllowedValues`.
 const MOST_COMBINATIONS: usize = 20_000;
@@ -52,7 +71,7 @@ const MOST_FAILURES: usize = 20;
 fn every_allowed_parameter_combination_deploys_and_only_invalid_ones_are_refused() {
     let template = Template::load(&workspace_root().join("template.yaml")).expect("template.yaml");
     assert_eq!(
-        verdict(&template),
+        verdict(&template, &[]),
         (Ok(()), vec![]),
         "the defaults must deploy and work"
     );
@@ -71,7 +90,7 @@ fn every_allowed_parameter_combination_deploys_and_only_invalid_ones_are_refused
                 .clone()
                 .with_parameters(&overrides)
                 .unwrap_or_else(|e| panic!("{overrides:?} is allowed: {e}"));
-            match verdict(&deployed) {
+            match verdict(&deployed, &overrides) {
                 (Ok(()), problems) if !problems.is_empty() => failures.push(format!(
                     "{overrides:?} is allowed, but: {}",
                     problems.join("; ")
@@ -101,17 +120,17 @@ fn every_allowed_parameter_combination_deploys_and_only_invalid_ones_are_refused
 }
 
 /// The `Rules`' verdict, and what is wrong with the stack they would allow.
-fn verdict(template: &Template) -> (Result<(), String>, Vec<String>) {
-    (template.check_rules(), problems(template))
+fn verdict(template: &Template, overrides: &[(&str, &str)]) -> (Result<(), String>, Vec<String>) {
+    (template.check_rules(), problems(template, overrides))
 }
 
 /// Why the stack would be refused by Lambda or not work as intended; empty if
 /// it deploys and works.
-fn problems(template: &Template) -> Vec<String> {
+fn problems(template: &Template, overrides: &[(&str, &str)]) -> Vec<String> {
     let mappings = template.sqs_mappings().expect("the SQS events resolve");
     assert!(!mappings.is_empty(), "the order processor has an SQS event");
     let queues = template.queues().expect("queues");
-    let mut problems = Vec::new();
+    let mut problems = capacity_provider_problems(template, overrides);
     for (source, mapping) in mappings {
         if let Err(reason) = mapping.check() {
             problems.push(format!("Lambda refuses the mapping: {reason}"));
@@ -145,6 +164,41 @@ fn problems(template: &Template) -> Vec<String> {
         }
     }
     problems
+}
+
+/// Why CloudFormation would refuse the Lambda Managed Instances capacity
+/// provider: with subnets given (`!Split` of `ManagedInstancesSubnetIds`),
+/// its `VpcConfig.SecurityGroupIds` is `!Split` of
+/// `ManagedInstancesSecurityGroupIds`, and every item must be an `sg-` id
+/// (the resource schema), which the split of an empty value is not.
+fn capacity_provider_problems(template: &Template, overrides: &[(&str, &str)]) -> Vec<String> {
+    let parameters = template.parameters().expect("parameters");
+    let value = |name: &str| -> String {
+        overrides
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, v)| (*v).to_owned())
+            .or_else(|| {
+                parameters
+                    .iter()
+                    .find(|p| p.name == name)
+                    .and_then(|p| p.default.clone())
+            })
+            .unwrap_or_else(|| panic!("template.yaml has no parameter {name} with a default"))
+    };
+    if value("ManagedInstancesSubnetIds").is_empty() {
+        return Vec::new();
+    }
+    let groups = value("ManagedInstancesSecurityGroupIds");
+    groups
+        .split(',')
+        .filter(|id| !id.starts_with("sg-"))
+        .map(|id| {
+            format!(
+                "CloudFormation refuses the capacity provider: SecurityGroupIds item {id:?} is not a security group id"
+            )
+        })
+        .collect()
 }
 
 /// The walks: each group of [`TOGETHER`], then every other parameter alone;

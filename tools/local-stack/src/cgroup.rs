@@ -1,6 +1,7 @@
 //! A cgroup per function process: the CPU time Lambda gives the function's
-//! memory size (one vCPU per 1,769 MB, at most the machine's cores) and a memory
-//! limit of that size.
+//! memory size (one vCPU per 1,769 MB on demand; on Lambda Managed Instances
+//! its memory over its memory per vCPU; at most the machine's cores) and a
+//! memory limit of that size.
 //!
 //! cgroup v1 (`cpu` and `memory` controllers, writable as root): `cpu.cfs_quota_us`
 //! per `cpu.cfs_period_us`, `memory.limit_in_bytes` (and `memory.memsw.limit_in_bytes`
@@ -14,6 +15,7 @@
 //! The directories are removed when the [`Cgroup`] is dropped (after killing
 //! whatever still runs in them) and on Ctrl-C ([`remove_live`]).
 
+use crate::managed_instances::ManagedInstances;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, Once};
@@ -58,7 +60,25 @@ pub struct Quota {
 /// Lambda's CPU share for `memory_mb` (the functions' own rule,
 /// `shared::vcpus::cpu_time_per_period`), at most `cores` whole CPUs.
 pub fn cpu_quota(memory_mb: u64, cores: usize) -> Quota {
-    let share = shared::vcpus::cpu_time_per_period(memory_mb, PERIOD_US);
+    capped(
+        shared::vcpus::cpu_time_per_period(memory_mb, PERIOD_US),
+        cores,
+    )
+}
+
+/// The CPU quota of a function of `memory_mb`: on demand Lambda's share
+/// ([`cpu_quota`]); on Lambda Managed Instances (`managed`) its memory over
+/// its memory per vCPU ([`ManagedInstances::cpu_time_per_period`]), not the
+/// 1,769 MB rule; at most `cores` whole CPUs either way.
+pub fn function_quota(memory_mb: u32, managed: Option<ManagedInstances>, cores: usize) -> Quota {
+    match managed {
+        None => cpu_quota(u64::from(memory_mb), cores),
+        Some(managed) => capped(managed.cpu_time_per_period(memory_mb, PERIOD_US), cores),
+    }
+}
+
+/// `share` of CPU time per period, at most `cores` whole CPUs.
+fn capped(share: u64, cores: usize) -> Quota {
     let cap = u64::try_from(cores.max(1))
         .unwrap_or(u64::MAX)
         .saturating_mul(PERIOD_US);
@@ -108,9 +128,20 @@ impl Cgroup {
     /// A cgroup for a function of `memory_mb`, or `None` when `limits` is off
     /// or cgroups cannot be written here (then one line, printed once, says why).
     pub fn for_function(memory_mb: u32, limits: Limits) -> Option<Self> {
+        Self::for_function_on(memory_mb, None, limits)
+    }
+
+    /// [`Cgroup::for_function`] for a function on Lambda Managed Instances
+    /// (`managed`: its CPU quota follows its memory per vCPU, see
+    /// [`function_quota`]) or on demand (`None`).
+    pub fn for_function_on(
+        memory_mb: u32,
+        managed: Option<ManagedInstances>,
+        limits: Limits,
+    ) -> Option<Self> {
         let created = match limits {
             Limits::Off => Err(format!("{SWITCH}=off")),
-            Limits::Enforced => Self::create(u64::from(memory_mb)),
+            Limits::Enforced => Self::create_on(memory_mb, managed),
         };
         created
             .inspect_err(|reason| {
@@ -120,27 +151,46 @@ impl Cgroup {
             .ok()
     }
 
-    /// A new cgroup with the CPU quota and memory limit of `memory_mb`.
+    /// A new cgroup with the CPU quota and memory limit of `memory_mb` on demand.
     pub fn create(memory_mb: u64) -> Result<Self, String> {
+        let cores = std::thread::available_parallelism().map_or(1, usize::from);
+        let quota = cpu_quota(memory_mb, cores);
+        let vcpus = memory_mb as f64 / shared::vcpus::MB_PER_VCPU as f64;
+        Self::create_with(memory_mb, quota, vcpus, cores)
+    }
+
+    /// A new cgroup for a function of `memory_mb` on Lambda Managed Instances
+    /// (`managed`) or on demand (`None`): its quota ([`function_quota`]) and
+    /// a memory limit of `memory_mb`.
+    pub fn create_on(memory_mb: u32, managed: Option<ManagedInstances>) -> Result<Self, String> {
+        let Some(managed) = managed else {
+            return Self::create(u64::from(memory_mb));
+        };
+        let cores = std::thread::available_parallelism().map_or(1, usize::from);
+        let quota = function_quota(memory_mb, Some(managed), cores);
+        Self::create_with(u64::from(memory_mb), quota, managed.vcpus(memory_mb), cores)
+    }
+
+    /// A new cgroup with `quota` and a memory limit of `memory_mb` (which
+    /// buys `vcpus`, said once if `cores` cap it).
+    fn create_with(memory_mb: u64, quota: Quota, vcpus: f64, cores: usize) -> Result<Self, String> {
         static COUNT: AtomicUsize = AtomicUsize::new(0);
         let name = format!(
             "lambda-local-{}-{}",
             std::process::id(),
             COUNT.fetch_add(1, Ordering::Relaxed)
         );
-        let cores = std::thread::available_parallelism().map_or(1, usize::from);
-        let quota = cpu_quota(memory_mb, cores);
-        // Said once per memory size, not at every process started (at most
-        // one entry per size Lambda allows).
-        static CAPPED_SAID: Mutex<Vec<u64>> = Mutex::new(Vec::new());
+        // Said once per memory size and share, not at every process started
+        // (at most one entry per size and memory per vCPU Lambda allows).
+        static CAPPED_SAID: Mutex<Vec<(u64, u64)>> = Mutex::new(Vec::new());
         let mut said = CAPPED_SAID
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        if quota.capped && !said.contains(&memory_mb) {
-            said.push(memory_mb);
+        let key = (memory_mb, vcpus.to_bits());
+        if quota.capped && !said.contains(&key) {
+            said.push(key);
             eprintln!(
-                "{memory_mb} MB buys {:.2} vCPUs on Lambda; this machine has {cores}: the CPU quota is {cores}",
-                memory_mb as f64 / shared::vcpus::MB_PER_VCPU as f64
+                "{memory_mb} MB buys {vcpus:.2} vCPUs on Lambda; this machine has {cores}: the CPU quota is {cores}"
             );
         }
         drop(said);
@@ -345,6 +395,28 @@ mod tests {
             }
         );
         assert_eq!(cpu_quota(128, 0).quota_us, 7_236);
+    }
+
+    #[test]
+    fn on_managed_instances_the_quota_follows_the_memory_per_vcpu() {
+        let managed = |ratio| {
+            Some(ManagedInstances {
+                max_concurrency: 4,
+                memory_gib_per_vcpu: ratio,
+            })
+        };
+        // 2,048 MB: one vCPU at 2 GiB per vCPU (1.16 by the 1,769 MB rule).
+        assert_eq!(function_quota(2_048, managed(2), 8).quota_us, 100_000);
+        assert_eq!(function_quota(2_048, None, 8).quota_us, 115_772);
+        assert_eq!(function_quota(2_048, managed(4), 8).quota_us, 50_000);
+        assert_eq!(function_quota(8_192, managed(8), 8).quota_us, 100_000);
+        assert_eq!(
+            function_quota(8_192, managed(2), 2),
+            Quota {
+                quota_us: 200_000,
+                capped: true
+            }
+        );
     }
 
     #[test]

@@ -7,14 +7,44 @@
 //! a fresh process at the next invocation (a cold start). Lambda reports that
 //! kill as `Runtime.OutOfMemory`, so [`Emulator::invoke`] does too, when the
 //! cgroup's out-of-memory killer fired during the invocation.
+//!
+//! **Lambda Managed Instances** ([`Emulator::start_managed`]): one environment
+//! serves up to `PerExecutionEnvironmentMaxConcurrency` invocations at once.
+//! The emulator does so with `AWS_LAMBDA_MAX_CONCURRENCY` set (checked with
+//! aws-sam-cli 1.170's: 4 invocations sleeping 1 s each answered in 1.02 s by
+//! one runtime process). In that mode it differs from the on-demand one:
+//!
+//! - it ignores the bootstrap named on its command line and runs
+//!   `/var/task/bootstrap` (or `/var/runtime/bootstrap`, `/opt/bootstrap`):
+//!   it runs in a private mount namespace where the function's bootstrap is
+//!   mounted there ([`crate::task_root`]);
+//! - it runs init at once, not at the first invocation, so the process joins
+//!   its cgroup before the emulator starts (the namespace's shell writes its
+//!   own pid into `cgroup.procs`), and writes no `INIT REPORT` line: the init
+//!   duration is the function's own (`cold start: first invocation`, `init_ms`);
+//! - an invocation that finds none of the runtime's workers waiting on `/next`
+//!   is answered at once with 400 `Runtime.Unavailable`, even below the
+//!   maximum, while a worker is between its answer and its next `/next` (28%
+//!   of back-to-back invocations from 2 clients at a maximum of 2). The pool
+//!   keeps at most the maximum in flight, so [`Emulator::invoke_with`] sends
+//!   such an invocation again until a worker takes it (at most the function's
+//!   timeout); past the maximum it would be refused the same way;
+//! - a runtime that exits ends the emulator too (exit 1): init failing (the
+//!   invocation waiting for it gets `Runtime.ExitError`, later ones find
+//!   nothing listening and their error quotes the end of the log), or a kill
+//!   for memory (answered `Runtime.OutOfMemory`, as on demand, though the
+//!   emulator gives no message). Such an environment has [`Emulator::ended`]:
+//!   the pool starts a fresh one in its place.
 
 use crate::cgroup::{Cgroup, Limits};
+use crate::managed_instances::ManagedInstances;
 use crate::pool::{Invoked, Options};
 use crate::process::{Guard, free_port, wait_for_port};
+use crate::task_root::{TASK_ROOT, TaskRoot};
 use crate::template::Function;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// An emulator with one function behind it, stopped on drop.
 #[derive(Debug)]
@@ -23,6 +53,15 @@ pub struct Emulator {
     guard: Guard,
     /// The function's CPU quota and memory limit, if enforced.
     cgroup: Option<Cgroup>,
+    /// `/var/task`, leased while a Managed Instances environment runs
+    /// (dropped after its processes, so after the namespace's mounts).
+    _task_root: Option<TaskRoot>,
+    /// Lambda Managed Instances settings; `None`: on demand.
+    managed: Option<ManagedInstances>,
+    /// The function's timeout.
+    timeout: Duration,
+    /// Whether its runtime exited (Managed Instances: the emulator with it).
+    ended: std::sync::atomic::AtomicBool,
     url: String,
     log: PathBuf,
     agent: ureq::Agent,
@@ -75,13 +114,7 @@ impl Emulator {
         // Appending, so that lines written here (out of memory) land after the
         // emulator's, never over them.
         std::fs::File::create(log).map_err(|e| format!("{}: {e}", log.display()))?;
-        let out = std::fs::OpenOptions::new()
-            .append(true)
-            .open(log)
-            .map_err(|e| format!("{}: {e}", log.display()))?;
-        let err = out
-            .try_clone()
-            .map_err(|e| format!("{}: {e}", log.display()))?;
+        let (out, err) = appending(log)?;
         let mut command = Command::new(rie);
         command
             .arg("--runtime-interface-emulator-address")
@@ -121,18 +154,120 @@ impl Emulator {
             cgroup.add(guard.pid())?;
         }
         wait_for_port(port, Duration::from_secs(10))?;
+        Ok(Self::running(guard, cgroup, None, None, spec, port, log))
+    }
+
+    /// Start `bootstrap` as one Lambda Managed Instances environment of
+    /// `spec` (see the module's documentation): one emulator, told
+    /// `AWS_LAMBDA_MAX_CONCURRENCY`, serving up to `managed.max_concurrency`
+    /// invocations at once, in a private mount namespace (root only) and in
+    /// a cgroup whose CPU quota follows `managed`'s memory per vCPU
+    /// ([`crate::cgroup::function_quota`]). Lambda's and the function's
+    /// variables as in [`Emulator::start_with`], then `extra_env` (which wins).
+    pub fn start_managed(
+        rie: &Path,
+        bootstrap: &Path,
+        spec: &Function,
+        managed: ManagedInstances,
+        extra_env: &[(&str, &str)],
+        log: &Path,
+        limits: Limits,
+    ) -> Result<Self, String> {
+        // Absolute, as the namespace's shell resolves it after mounting.
+        let bootstrap =
+            std::path::absolute(bootstrap).map_err(|e| format!("{}: {e}", bootstrap.display()))?;
+        if !bootstrap.is_file() {
+            return Err(format!("no bootstrap {}", bootstrap.display()));
+        }
+        let task_root = TaskRoot::lease()?;
+        let cgroup = Cgroup::for_function_on(spec.memory_mb, Some(managed), limits);
+        let port = free_port().map_err(|e| format!("free port: {e}"))?;
+        let api_port = free_port().map_err(|e| format!("free port: {e}"))?;
+        std::fs::File::create(log).map_err(|e| format!("{}: {e}", log.display()))?;
+        let (out, err) = appending(log)?;
+        let mut command = Command::new("unshare");
+        command
+            .args(["--mount", "--propagation", "private", "--", "sh", "-c"])
+            .arg(IN_NAMESPACE)
+            .arg("sh")
+            .arg(&bootstrap);
+        for dir in cgroup.iter().flat_map(Cgroup::dirs) {
+            command.arg(dir.join("cgroup.procs"));
+        }
+        let max_concurrency = managed.max_concurrency.to_string();
+        command
+            .arg("--")
+            .arg(rie)
+            .arg("--runtime-interface-emulator-address")
+            .arg(format!("127.0.0.1:{port}"))
+            .arg("--runtime-api-address")
+            .arg(format!("127.0.0.1:{api_port}"))
+            // Ignored in this mode (it runs /var/task/bootstrap), named anyway.
+            .arg(format!("{TASK_ROOT}/bootstrap"))
+            .env_clear()
+            .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+            .env("AWS_LAMBDA_FUNCTION_NAME", &spec.logical_id)
+            .env("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST")
+            .env(
+                "AWS_LAMBDA_FUNCTION_MEMORY_SIZE",
+                spec.memory_mb.to_string(),
+            )
+            .env("AWS_LAMBDA_FUNCTION_TIMEOUT", spec.timeout_s.to_string())
+            // What Lambda sets on Managed Instances (the emulator sets the
+            // same in this mode).
+            .env("AWS_LAMBDA_INITIALIZATION_TYPE", "lambda-managed-instances")
+            .env("AWS_LAMBDA_MAX_CONCURRENCY", &max_concurrency)
+            .env("AWS_REGION", crate::local_aws::REGION)
+            .env("AWS_DEFAULT_REGION", crate::local_aws::REGION)
+            .env("AWS_EC2_METADATA_DISABLED", "true")
+            .env("AWS_ENDPOINT_URL", crate::local_aws::NO_SERVER)
+            .envs(spec.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .envs(extra_env.iter().copied())
+            .stdin(Stdio::null())
+            .stdout(out)
+            .stderr(err);
+        let mut guard = Guard::spawn(
+            format!("emulator for {} (Managed Instances)", spec.logical_id),
+            &mut command,
+        )?;
+        listening(&mut guard, port, log)?;
+        Ok(Self::running(
+            guard,
+            cgroup,
+            Some(task_root),
+            Some(managed),
+            spec,
+            port,
+            log,
+        ))
+    }
+
+    /// The emulator `guard` runs, listening on `port`.
+    fn running(
+        guard: Guard,
+        cgroup: Option<Cgroup>,
+        task_root: Option<TaskRoot>,
+        managed: Option<ManagedInstances>,
+        spec: &Function,
+        port: u16,
+        log: &Path,
+    ) -> Self {
         let agent = ureq::Agent::config_builder()
             .http_status_as_error(false)
             .timeout_global(Some(Duration::from_secs(u64::from(spec.timeout_s) + 30)))
             .build()
             .into();
-        Ok(Self {
+        Self {
             guard,
             cgroup,
+            _task_root: task_root,
+            managed,
+            timeout: Duration::from_secs(u64::from(spec.timeout_s.max(1))),
+            ended: std::sync::atomic::AtomicBool::new(false),
             url: format!("http://127.0.0.1:{port}/2015-03-31/functions/function/invocations"),
             log: log.to_path_buf(),
             agent,
-        })
+        }
     }
 
     /// Invoke the function with `payload` (any bytes: the suite also sends
@@ -153,12 +288,24 @@ impl Emulator {
             .tail
             .then(|| std::fs::metadata(&self.log).map_or(0, |m| m.len()));
         let kills_before = self.oom_kills();
-        let mut invocation = self.post(payload, options.client_context.as_deref())?;
+        let client_context = options.client_context.as_deref();
+        // On Managed Instances invocations overlap in the log: each is named,
+        // so that its own `REPORT` line ends its tail.
+        let request_id = self.managed.map(|_| request_id());
+        let mut invocation = match &request_id {
+            None => self.post(payload, client_context, None)?,
+            Some(id) => self.post_to_a_free_worker(payload, client_context, id)?,
+        };
         let killed = matches!(
             (kills_before, self.oom_kills()),
             (Some(before), Some(after)) if after > before
         );
-        if let Some((answer, line)) = killed.then(|| out_of_memory(&invocation)).flatten() {
+        if self.managed.is_some() && ends_the_environment(&invocation) {
+            // In this mode the emulator shuts down with its runtime.
+            self.ended.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+        let answer = killed.then(|| out_of_memory(&invocation, request_id.as_deref()));
+        if let Some((answer, line)) = answer.flatten() {
             std::fs::OpenOptions::new()
                 .append(true)
                 .open(&self.log)
@@ -168,18 +315,68 @@ impl Emulator {
                 .map_err(|e| format!("{}: {e}", self.log.display()))?;
             invocation = answer;
         }
-        let log = log_start.map(|start| self.log_since(start));
+        let log = log_start.map(|start| self.log_since(start, request_id.as_deref()));
         Ok(Invoked { invocation, log })
     }
 
+    /// Post an invocation named `request_id` to a Managed Instances
+    /// environment, again while the emulator answers `Runtime.Unavailable`
+    /// (no worker of the runtime waiting on `/next` yet: see the module's
+    /// documentation), at most for the function's timeout.
+    fn post_to_a_free_worker(
+        &self,
+        payload: &[u8],
+        client_context: Option<&str>,
+        request_id: &str,
+    ) -> Result<Invocation, String> {
+        let give_up = Instant::now() + self.timeout;
+        let mut pause = Duration::from_millis(1);
+        loop {
+            let answer = self
+                .post(payload, client_context, Some(request_id))
+                .map_err(|e| self.explained(e))?;
+            if !runtime_unavailable(&answer) {
+                return Ok(answer);
+            }
+            if Instant::now() >= give_up {
+                return Err(format!(
+                    "no worker of the runtime took the invocation within {:?} (Runtime.Unavailable): {}",
+                    self.timeout,
+                    self.log.display()
+                ));
+            }
+            std::thread::sleep(pause);
+            pause = (pause * 2).min(Duration::from_millis(20));
+        }
+    }
+
+    /// `error` with the end of the log when the emulator has exited or is
+    /// exiting (a Managed Instances environment whose init failed: it
+    /// closes its port while it shuts down, so it is given a moment).
+    fn explained(&self, error: String) -> String {
+        let deadline = Instant::now() + Duration::from_millis(500);
+        while crate::process::is_alive(self.pid()) {
+            if Instant::now() >= deadline {
+                return error;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        format!(
+            "{error}: the emulator has exited; the end of its log ({}):\n{}",
+            self.log.display(),
+            log_end(&self.logs())
+        )
+    }
+
     /// The log from byte `start` to the end of the first `REPORT` line after
-    /// it (the emulator writes it just after answering: waited for at most
-    /// [`REPORT_WAIT`]), or to the end of the log without one.
-    fn log_since(&self, start: u64) -> Vec<u8> {
+    /// it (of the invocation `request_id`, if given; the emulator writes it
+    /// just after answering: waited for at most [`REPORT_WAIT`]), or to the
+    /// end of the log without one.
+    fn log_since(&self, start: u64, request_id: Option<&str>) -> Vec<u8> {
         let deadline = std::time::Instant::now() + REPORT_WAIT;
         loop {
             let mut part = read_from(&self.log, start);
-            if let Some(end) = report_end(&part) {
+            if let Some(end) = report_end(&part, request_id) {
                 part.truncate(end);
                 return part;
             }
@@ -206,13 +403,23 @@ impl Emulator {
         self.cgroup.as_ref().and_then(Cgroup::memory_limit_bytes)
     }
 
-    fn post(&self, payload: &[u8], client_context: Option<&str>) -> Result<Invocation, String> {
+    /// Post one invocation (named `request_id`, if given: the emulator takes
+    /// `X-Amzn-RequestId` as the invocation's id).
+    fn post(
+        &self,
+        payload: &[u8],
+        client_context: Option<&str>,
+        request_id: Option<&str>,
+    ) -> Result<Invocation, String> {
         let mut request = self
             .agent
             .post(&self.url)
             .header("content-type", "application/json");
         if let Some(context) = client_context {
             request = request.header("X-Amz-Client-Context", context);
+        }
+        if let Some(id) = request_id {
+            request = request.header("X-Amzn-RequestId", id);
         }
         let response = request
             .send(payload)
@@ -249,8 +456,26 @@ impl Emulator {
 
     /// The init duration the emulator reported for the cold start, in ms
     /// (`INIT REPORT(durationMs: X)`), once the first invocation started it.
+    /// On Managed Instances, where the emulator reports none, the function's
+    /// own (`init_ms` of its `cold start: first invocation` line).
     pub fn init_duration_ms(&self) -> Option<f64> {
-        init_duration_ms(&self.logs())
+        let logs = self.logs();
+        match self.managed {
+            None => init_duration_ms(&logs),
+            Some(_) => function_init_ms(&logs),
+        }
+    }
+
+    /// Lambda Managed Instances settings (`None`: on demand).
+    pub fn managed_instances(&self) -> Option<ManagedInstances> {
+        self.managed
+    }
+
+    /// Whether this environment cannot serve again: on Managed Instances
+    /// its runtime exited (killed for memory, say) and the emulator with it.
+    /// (On demand the emulator starts a fresh runtime: never.)
+    pub fn ended(&self) -> bool {
+        self.ended.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The emulator's process id.
@@ -282,12 +507,111 @@ fn read_from(path: &Path, start: u64) -> Vec<u8> {
 }
 
 /// The end (after its newline) of the first complete `REPORT RequestId:`
-/// line in `log`.
-fn report_end(log: &[u8]) -> Option<usize> {
-    const REPORT: &[u8] = b"REPORT RequestId:";
-    let at = log.windows(REPORT.len()).position(|w| w == REPORT)?;
+/// line in `log` (of the invocation `request_id`, if given).
+fn report_end(log: &[u8], request_id: Option<&str>) -> Option<usize> {
+    let report = format!("REPORT RequestId: {}", request_id.unwrap_or_default());
+    let report = report.trim_end().as_bytes();
+    let at = log.windows(report.len()).position(|w| w == report)?;
     let newline = log[at..].iter().position(|&b| b == b'\n')?;
     Some(at + newline + 1)
+}
+
+/// The shell a Managed Instances emulator starts through, inside its new
+/// mount namespace: `$1` is the bootstrap, then each `cgroup.procs` file to
+/// join, `--`, and the emulator's command. It joins the cgroups, mounts a
+/// small tmpfs on `/var/task` (seen only in the namespace) holding the
+/// bootstrap, and becomes the emulator (same pid).
+const IN_NAMESPACE: &str = r#"set -e
+bootstrap=$1
+shift
+while [ "$1" != -- ]; do echo $$ > "$1"; shift; done
+shift
+mount -t tmpfs -o size=64k,mode=0755 local-stack-task /var/task
+: > /var/task/bootstrap
+mount --bind "$bootstrap" /var/task/bootstrap
+exec "$@""#;
+
+/// The log file at `log`, opened twice for appending (stdout, stderr), so
+/// that lines written here land after the emulator's, never over them.
+fn appending(log: &Path) -> Result<(std::fs::File, std::fs::File), String> {
+    let out = std::fs::OpenOptions::new()
+        .append(true)
+        .open(log)
+        .map_err(|e| format!("{}: {e}", log.display()))?;
+    let err = out
+        .try_clone()
+        .map_err(|e| format!("{}: {e}", log.display()))?;
+    Ok((out, err))
+}
+
+/// Wait until the emulator of `guard` listens on `port`; `Err` with the end
+/// of its `log` if it exits first (no namespace without root, init failed).
+fn listening(guard: &mut Guard, port: u16, log: &Path) -> Result<(), String> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if std::net::TcpStream::connect((std::net::Ipv4Addr::LOCALHOST, port)).is_ok() {
+            return Ok(());
+        }
+        if let Some(status) = guard.exited() {
+            let logs = std::fs::read_to_string(log).unwrap_or_default();
+            return Err(format!(
+                "the emulator exited ({status}) before it listened (its init failed, or no mount namespace: that needs root); the end of its log ({}):\n{}",
+                log.display(),
+                log_end(&logs)
+            ));
+        }
+        if Instant::now() >= deadline {
+            return Err(format!("nothing listened on 127.0.0.1:{port} within 10 s"));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The last lines of `logs` (at most 20), for an error message.
+fn log_end(logs: &str) -> String {
+    let lines: Vec<&str> = logs.lines().collect();
+    lines[lines.len().saturating_sub(20)..].join("\n")
+}
+
+/// Whether `answer` is the emulator's "no runtime worker free" (400
+/// `Runtime.Unavailable`, Managed Instances mode).
+fn runtime_unavailable(answer: &Invocation) -> bool {
+    answer.status == 400
+        && answer
+            .json()
+            .is_ok_and(|body| body["errorType"] == "Runtime.Unavailable")
+}
+
+/// A fresh invocation id, shaped like Lambda's (a UUID): this process's id,
+/// the clock and a counter, so unique across the processes of a run.
+fn request_id() -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNT: AtomicU64 = AtomicU64::new(0);
+    let n = COUNT.fetch_add(1, Ordering::Relaxed);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    format!(
+        "{:08x}-{:04x}-4{:03x}-8{:03x}-{:012x}",
+        std::process::id(),
+        nanos >> 16,
+        (nanos >> 4) & 0xfff,
+        (n >> 48) & 0xfff,
+        n & 0xffff_ffff_ffff
+    )
+}
+
+/// The function's own init duration in `logs`, in ms: `init_ms` of the JSON
+/// line `cold start: first invocation` the shared crate writes at its first
+/// invocation (top level or under `fields`).
+pub fn function_init_ms(logs: &str) -> Option<f64> {
+    logs.lines()
+        .filter(|line| line.contains("cold start: first invocation"))
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .find_map(|line| {
+            let fields = line.get("fields").unwrap_or(&line);
+            fields.get("init_ms").and_then(serde_json::Value::as_f64)
+        })
 }
 
 /// Lambda's `errorType` for a function killed for exceeding its memory.
@@ -295,21 +619,33 @@ pub const OUT_OF_MEMORY: &str = "Runtime.OutOfMemory";
 
 /// The emulator's answer for a killed process (`Runtime.ExitError`) as Lambda
 /// answers it when the kill was for memory: `Runtime.OutOfMemory`, the same
-/// message ("RequestId: ... Error: Runtime exited with error: signal: killed"),
-/// a function error (HTTP 200), and the line Lambda logs for it (the message,
-/// then the error type). `None` for any other answer.
-fn out_of_memory(answer: &Invocation) -> Option<(Invocation, String)> {
+/// message ("RequestId: ... Error: Runtime exited with error: signal: killed";
+/// made for the invocation `request_id` on Managed Instances, where the
+/// emulator gives none), a function error (HTTP 200), and the line Lambda logs
+/// for it (the message, then the error type). `None` for any other answer.
+fn out_of_memory(answer: &Invocation, request_id: Option<&str>) -> Option<(Invocation, String)> {
     let json = answer.json().ok()?;
     if json["errorType"] != "Runtime.ExitError" {
         return None;
     }
-    let message = json["errorMessage"].as_str()?;
+    let made = request_id
+        .map(|id| format!("RequestId: {id} Error: Runtime exited with error: signal: killed"));
+    let message = json["errorMessage"].as_str().map(str::to_owned).or(made)?;
     let body = serde_json::json!({ "errorType": OUT_OF_MEMORY, "errorMessage": message });
     let answer = Invocation {
         status: 200,
         body: body.to_string(),
     };
     Some((answer, format!("{message} {OUT_OF_MEMORY}")))
+}
+
+/// Whether `answer` says the runtime exited (`Runtime.ExitError`, or
+/// `Runtime.OutOfMemory` once reported as Lambda does): on Managed Instances
+/// the emulator then ends too.
+fn ends_the_environment(answer: &Invocation) -> bool {
+    answer.json().is_ok_and(|body| {
+        body["errorType"] == "Runtime.ExitError" || body["errorType"] == OUT_OF_MEMORY
+    })
 }
 
 /// The init duration in emulator output `logs`, in ms (`INIT REPORT(durationMs: X)`).
@@ -339,7 +675,7 @@ mod tests {
             &serde_json::json!({ "errorType": "Runtime.ExitError", "errorMessage": message })
                 .to_string(),
         );
-        let (reported, line) = out_of_memory(&killed).expect("out of memory");
+        let (reported, line) = out_of_memory(&killed, None).expect("out of memory");
         assert_eq!(reported.status, 200);
         assert_eq!(
             reported.json().expect("JSON"),
@@ -351,10 +687,62 @@ mod tests {
     #[test]
     fn an_invocations_log_ends_with_its_report_line() {
         let log = b"START RequestId: 1\nhello\nEND RequestId: 1\nREPORT RequestId: 1\tDuration: 2 ms\t\nSTART RequestId: 2\n";
-        let end = report_end(log).expect("a REPORT line");
+        let end = report_end(log, None).expect("a REPORT line");
         assert!(log[..end].ends_with(b"2 ms\t\n"));
-        assert_eq!(report_end(b"REPORT RequestId: 1 no newline yet"), None);
-        assert_eq!(report_end(b"START RequestId: 1\n"), None);
+        assert_eq!(
+            report_end(b"REPORT RequestId: 1 no newline yet", None),
+            None
+        );
+        assert_eq!(report_end(b"START RequestId: 1\n", None), None);
+    }
+
+    #[test]
+    fn a_managed_instances_tail_ends_with_its_own_report_line() {
+        let log = b"START RequestId: a\nSTART RequestId: b\nREPORT RequestId: b\tDuration: 1 ms\nREPORT RequestId: a\tDuration: 2 ms\n";
+        let end = report_end(log, Some("a")).expect("a's REPORT line");
+        assert!(log[..end].ends_with(b"2 ms\n"));
+        assert!(report_end(log, Some("b")).is_some_and(|b| b < end));
+        assert_eq!(report_end(log, Some("c")), None);
+        let (first, second) = (request_id(), request_id());
+        assert_ne!(first, second);
+        assert_eq!(first.len(), 36, "{first}");
+        assert_eq!(first.matches('-').count(), 4, "{first}");
+    }
+
+    #[test]
+    fn unavailable_runtimes_and_the_functions_own_init_duration() {
+        assert!(runtime_unavailable(&answer(
+            400,
+            r#"{"errorType":"Runtime.Unavailable"}"#
+        )));
+        assert!(!runtime_unavailable(&answer(
+            200,
+            r#"{"errorType":"Runtime.Unavailable"}"#
+        )));
+        assert!(!runtime_unavailable(&answer(400, "not JSON")));
+        let logs = concat!(
+            "time=2026-11-27T09:47:11.584Z level=INFO msg=\"executing bootstrap\"\n",
+            r#"{"timestamp":"t","level":"INFO","fields":{"message":"cold start: first invocation","init_ms":12.5}}"#,
+            "\n"
+        );
+        assert_eq!(function_init_ms(logs), Some(12.5));
+        assert_eq!(function_init_ms("INIT REPORT(durationMs: 3)"), None);
+        assert_eq!(log_end(&"x\n".repeat(30)).lines().count(), 20);
+    }
+
+    #[test]
+    fn on_managed_instances_a_kill_without_a_message_is_out_of_memory_too() {
+        let killed = answer(200, r#"{"errorType":"Runtime.ExitError"}"#);
+        let (reported, line) = out_of_memory(&killed, Some("r-1")).expect("out of memory");
+        let message = "RequestId: r-1 Error: Runtime exited with error: signal: killed";
+        assert_eq!(
+            reported.json().expect("JSON"),
+            serde_json::json!({ "errorType": "Runtime.OutOfMemory", "errorMessage": message })
+        );
+        assert_eq!(line, format!("{message} Runtime.OutOfMemory"));
+        assert!(ends_the_environment(&killed));
+        assert!(ends_the_environment(&reported));
+        assert!(!ends_the_environment(&answer(200, r#"{"ok":true}"#)));
     }
 
     #[test]
@@ -366,7 +754,7 @@ mod tests {
             "not JSON",
             "",
         ] {
-            assert!(out_of_memory(&answer(200, body)).is_none(), "{body}");
+            assert!(out_of_memory(&answer(200, body), None).is_none(), "{body}");
         }
     }
 }

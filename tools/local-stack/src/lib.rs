@@ -1,9 +1,9 @@
 //! The Docker-free local AWS the end-to-end suite, `cargo xtask run` and the
 //! lab run the application on: `template.yaml` read as AWS would read it, the
-//! functions under the Lambda runtime interface emulator, DynamoDB Local,
-//! ElasticMQ, moto (Step Functions and S3), the SQS event source mapping, the
-//! pinned tools that provide them, and the process groups and loopback ports
-//! they run on.
+//! functions under the Lambda runtime interface emulator (on demand, or on
+//! Lambda Managed Instances), DynamoDB Local, ElasticMQ, moto (Step Functions
+//! and S3), the SQS event source mapping, the pinned tools that provide them,
+//! and the process groups and loopback ports they run on.
 
 pub mod async_invoke;
 pub mod cgroup;
@@ -19,6 +19,7 @@ pub mod lambda_api;
 pub mod lambda_rules;
 pub mod least_privilege;
 pub mod local_aws;
+pub mod managed_instances;
 pub mod moto;
 pub mod pool;
 pub mod process;
@@ -27,6 +28,7 @@ pub mod sam;
 pub mod sam_local;
 pub mod schedule;
 pub mod step_functions;
+pub mod task_root;
 pub mod template;
 pub mod tls_front;
 pub mod tools;

@@ -3,9 +3,13 @@
 //! - `tools`  install the pinned tools into `.tools/`
 //! - `build [--release]`  `sam build`: the quick (dev profile) build, or the
 //!   shipped one (see [`sam::Build`])
-//! - `run [--release] [--keep] [--visibility-timeout S] [--concurrency N] [--no-limits]`
+//! - `run [--release] [--keep] [--visibility-timeout S] [--concurrency N] [--no-limits]
+//!   [--managed-instances] [--parameter-overrides KEY=VALUE...]`
 //!   `sam build` (quick, or `--release`), then the whole application locally
-//!   (see [`local_stack::runner`])
+//!   (see [`local_stack::runner`]), with the template's parameters overridden
+//!   as `sam deploy --parameter-overrides` does (`--managed-instances`: every
+//!   function on Lambda Managed Instances, see
+//!   [`local_stack::managed_instances::LOCAL_PARAMETERS`])
 //! - `build-arm64`  cross-build the functions for Graviton (zig)
 //! - `test-arm64 ARGS…`  `cargo test ARGS` for arm64, run under qemu-aarch64
 //! - `release-builds`  build both architectures' release bootstraps from the current code
@@ -17,10 +21,10 @@
 
 use local_stack::cgroup::Limits;
 use local_stack::sam::Build;
-use local_stack::{pool, runner, sam, sam_local, tools, workspace_root};
+use local_stack::{managed_instances, pool, runner, sam, sam_local, tools, workspace_root};
 use std::process::ExitCode;
 
-const USAGE: &str = "usage: local-stack <tools | build [--release] | run [--release] [--keep] [--visibility-timeout SECONDS] [--concurrency N] [--no-limits] | build-arm64 | test-arm64 CARGO-TEST-ARGS... | release-builds | sam ARGS... | sam-local [--build-dir DIR] [--quick]>";
+const USAGE: &str = "usage: local-stack <tools | build [--release] | run [--release] [--keep] [--visibility-timeout SECONDS] [--concurrency N] [--no-limits] [--managed-instances] [--parameter-overrides KEY=VALUE...] | build-arm64 | test-arm64 CARGO-TEST-ARGS... | release-builds | sam ARGS... | sam-local [--build-dir DIR] [--quick]>";
 
 /// The exit status of a step that did not run here (automake's convention
 /// for a skipped test), so the suite can report it as skipped, not passed.
@@ -62,12 +66,26 @@ fn main() -> ExitCode {
     }
 }
 
+/// What `run` was asked for: the runner's options, the build to run and the
+/// template's parameter values.
+struct Run {
+    options: runner::Options,
+    build: Build,
+    parameters: Vec<(String, String)>,
+}
+
 /// Build with `sam build` (quick, or the release build Lambda gets with
 /// `--release`), then run the application locally.
-fn run((options, build): (runner::Options, Build)) -> Result<(), String> {
-    let built = build.run()?;
-    let summary = runner::run(
-        options,
+fn run(run: Run) -> Result<(), String> {
+    let built = run.build.run()?;
+    let parameters: Vec<(&str, &str)> = run
+        .parameters
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    let summary = runner::run_with(
+        run.options,
+        &parameters,
         &built,
         &workspace_root().join("target").join("local-logs"),
     )?;
@@ -82,8 +100,8 @@ fn run((options, build): (runner::Options, Build)) -> Result<(), String> {
     }
 }
 
-/// The flags of `run`: the runner's options and the build to run.
-fn run_options(flags: &[&str]) -> Result<(runner::Options, Build), String> {
+/// The flags of `run`.
+fn run_options(flags: &[&str]) -> Result<Run, String> {
     let mut build = Build::Quick;
     let mut options = runner::Options {
         keep: false,
@@ -91,7 +109,12 @@ fn run_options(flags: &[&str]) -> Result<(runner::Options, Build), String> {
         concurrency: pool::size_setting()?,
         limits: Limits::from_env()?,
     };
-    let mut flags = flags.iter();
+    let mut parameters: Vec<(String, String)> = Vec::new();
+    let mut set = |key: &str, value: &str| {
+        parameters.retain(|(k, _)| k != key);
+        parameters.push((key.to_owned(), value.to_owned()));
+    };
+    let mut flags = flags.iter().peekable();
     while let Some(flag) = flags.next() {
         match *flag {
             "--keep" => options.keep = true,
@@ -108,10 +131,32 @@ fn run_options(flags: &[&str]) -> Result<(runner::Options, Build), String> {
             }
             "--no-limits" => options.limits = Limits::Off,
             "--release" => build = Build::Release,
+            "--managed-instances" => {
+                for (key, value) in managed_instances::LOCAL_PARAMETERS {
+                    set(key, value);
+                }
+            }
+            "--parameter-overrides" => {
+                let mut given = 0;
+                while let Some(pair) = flags.next_if(|next| !next.starts_with("--")) {
+                    let (key, value) = pair.split_once('=').ok_or_else(|| {
+                        format!("--parameter-overrides takes KEY=VALUE pairs, not {pair:?}")
+                    })?;
+                    set(key, value);
+                    given += 1;
+                }
+                if given == 0 {
+                    return Err("--parameter-overrides needs at least one KEY=VALUE".into());
+                }
+            }
             other => return Err(format!("unknown flag {other}\n{USAGE}")),
         }
     }
-    Ok((options, build))
+    Ok(Run {
+        options,
+        build,
+        parameters,
+    })
 }
 
 /// `sam local invoke` of the sample events against the build in `--build-dir`

@@ -1,5 +1,5 @@
-//! Concurrent invocations of one function, as Lambda serves them: one
-//! execution environment per invocation in flight. The runtime interface
+//! Concurrent invocations of one function, as Lambda serves them: on demand,
+//! one execution environment per invocation in flight. The runtime interface
 //! emulator serves one invocation at a time (two at once crash it), which is
 //! also Lambda's model, so an environment here is one emulator process with its
 //! function, in its own cgroup.
@@ -10,12 +10,19 @@
 //! a free environment, or, for a function with reserved concurrency in the
 //! template, is throttled with Lambda's `TooManyRequestsException` (HTTP 429),
 //! as Lambda throttles past a reserved limit.
+//!
+//! On Lambda Managed Instances ([`Pool::of_managed_instances`]) one
+//! environment serves up to `PerExecutionEnvironmentMaxConcurrency`
+//! invocations at once: the pool has one environment with that many slots.
+//! An invocation past them waits for a free slot (at most [`MAX_WAIT`]), then
+//! is throttled, as on demand past the size.
 
 use crate::cgroup::Limits;
 use crate::emulator::{Emulator, Invocation};
+use crate::managed_instances::ManagedInstances;
 use crate::template::Function;
 use std::path::{Path, PathBuf};
-use std::sync::{Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 /// The variable that sizes pools: most environments per function (default
@@ -117,8 +124,9 @@ pub struct Invoked {
     pub log: Option<Vec<u8>>,
 }
 
-/// One execution environment: serves one invocation at a time.
-pub trait Environment: Send {
+/// One execution environment: serves one invocation at a time, or, in a
+/// pool with more slots ([`Pool::with_slots`]), that many at once.
+pub trait Environment: Send + Sync {
     /// Invoke the function in this environment with `payload`.
     fn invoke(&self, payload: &[u8]) -> Result<Invocation, String>;
 
@@ -130,6 +138,12 @@ pub trait Environment: Send {
             log: None,
         })
     }
+
+    /// Whether the environment cannot serve again although it answered (its
+    /// process is gone): the pool retires it. By default never.
+    fn ended(&self) -> bool {
+        false
+    }
 }
 
 impl Environment for Emulator {
@@ -140,6 +154,10 @@ impl Environment for Emulator {
     fn invoke_with(&self, payload: &[u8], options: &Options) -> Result<Invoked, String> {
         Emulator::invoke_with(self, payload, options)
     }
+
+    fn ended(&self) -> bool {
+        Emulator::ended(self)
+    }
 }
 
 /// Starts environment number `n` (from 0).
@@ -148,6 +166,8 @@ type Starter<E> = Box<dyn Fn(usize) -> Result<E, String> + Send + Sync>;
 /// A function's environments.
 pub struct Pool<E = Emulator> {
     size: Size,
+    /// Invocations one environment serves at once (1 on demand).
+    slots: usize,
     max_wait: Duration,
     start: Starter<E>,
     state: Mutex<State<E>>,
@@ -155,15 +175,42 @@ pub struct Pool<E = Emulator> {
 }
 
 struct State<E> {
-    /// Environments not serving an invocation, the most recently used last.
-    idle: Vec<E>,
-    /// Environments started (idle, busy or starting).
-    started: usize,
+    /// Environments started and not retired, the most recently used last.
+    environments: Vec<Entry<E>>,
+    /// Environments being started.
+    starting: usize,
+    /// Environments retired and being stopped: their places are free once
+    /// they are.
+    stopping: usize,
+}
+
+impl<E> State<E> {
+    /// Environments started (serving, free, starting or being stopped).
+    fn started(&self) -> usize {
+        self.environments.len() + self.starting + self.stopping
+    }
+
+    /// The environments serving no invocation, the most recently used last.
+    fn idle(&self) -> impl Iterator<Item = &E> {
+        self.environments
+            .iter()
+            .filter(|entry| entry.in_flight == 0)
+            .map(|entry| entry.environment.as_ref())
+    }
+}
+
+/// An environment and its invocations in flight.
+struct Entry<E> {
+    environment: Arc<E>,
+    in_flight: usize,
 }
 
 impl<E> std::fmt::Debug for Pool<E> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Pool").field("size", &self.size).finish()
+        f.debug_struct("Pool")
+            .field("size", &self.size)
+            .field("slots", &self.slots)
+            .finish()
     }
 }
 
@@ -199,12 +246,58 @@ impl Pool<Emulator> {
         )
     }
 
+    /// A pool of one Lambda Managed Instances environment of `spec`
+    /// ([`Emulator::start_managed`]) with `managed.max_concurrency` slots;
+    /// invocations past them wait for a free slot. Its output goes to `log`
+    /// with `.n` before the extension (`n` counts environments started, a
+    /// new one after one that did not answer). No process starts before the
+    /// first invocation, or [`Pool::provision`] (what Lambda does: the
+    /// runner provisions).
+    pub fn of_managed_instances(
+        rie: &Path,
+        bootstrap: &Path,
+        spec: &Function,
+        managed: ManagedInstances,
+        extra_env: &[(&str, &str)],
+        log: &Path,
+        limits: Limits,
+    ) -> Self {
+        let (rie, bootstrap, spec) = (rie.to_path_buf(), bootstrap.to_path_buf(), spec.clone());
+        let extra_env: Vec<(String, String)> = extra_env
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        let log = log.to_path_buf();
+        let size = Size {
+            environments: 1,
+            overflow: Overflow::Wait,
+        };
+        Self::new(
+            size,
+            Box::new(move |n| {
+                let env: Vec<(&str, &str)> = extra_env
+                    .iter()
+                    .map(|(k, v)| (k.as_str(), v.as_str()))
+                    .collect();
+                Emulator::start_managed(
+                    &rie,
+                    &bootstrap,
+                    &spec,
+                    managed,
+                    &env,
+                    &numbered(&log, n),
+                    limits,
+                )
+            }),
+        )
+        .with_slots(usize::try_from(managed.max_concurrency).unwrap_or(1))
+    }
+
     /// The init duration of each idle environment, in ms, in the order they
     /// were last used (`None`: not reported yet).
     pub fn cold_starts(&self) -> Vec<Option<f64>> {
         self.state()
-            .idle
-            .iter()
+            .idle()
             .map(Emulator::init_duration_ms)
             .collect()
     }
@@ -213,15 +306,19 @@ impl Pool<Emulator> {
     /// and function), or `None` where limits are not enforced.
     pub fn peak_memory_bytes(&self) -> Option<u64> {
         self.state()
-            .idle
-            .iter()
+            .idle()
             .filter_map(Emulator::peak_memory_bytes)
             .max()
     }
 
     /// Everything the idle environments printed, one after the other.
     pub fn logs(&self) -> String {
-        self.state().idle.iter().map(Emulator::logs).collect()
+        self.state().idle().map(Emulator::logs).collect()
+    }
+
+    /// The process ids of the idle environments' emulators.
+    pub fn pids(&self) -> Vec<u32> {
+        self.state().idle().map(Emulator::pid).collect()
     }
 }
 
@@ -238,15 +335,18 @@ fn numbered(log: &Path, n: usize) -> PathBuf {
 }
 
 impl<E: Environment> Pool<E> {
-    /// A pool of `size` environments started by `start`.
+    /// A pool of `size` environments started by `start`, each serving one
+    /// invocation at a time.
     pub fn new(size: Size, start: Starter<E>) -> Self {
         Self {
             size,
+            slots: 1,
             max_wait: MAX_WAIT,
             start,
             state: Mutex::new(State {
-                idle: Vec::new(),
-                started: 0,
+                environments: Vec::new(),
+                starting: 0,
+                stopping: 0,
             }),
             freed: Condvar::new(),
         }
@@ -259,6 +359,13 @@ impl<E: Environment> Pool<E> {
         self
     }
 
+    /// The same pool, each environment serving up to `slots` invocations at
+    /// once (Lambda Managed Instances; at least 1).
+    pub fn with_slots(mut self, slots: usize) -> Self {
+        self.slots = slots.max(1);
+        self
+    }
+
     /// Invoke the function with `payload` in a free environment (started if
     /// none is free and the size allows). Past the size: waits (at most
     /// [`MAX_WAIT`]), or answers [`too_many_requests`].
@@ -268,8 +375,10 @@ impl<E: Environment> Pool<E> {
     }
 
     /// [`Pool::invoke`] with `options`. An environment that did not answer
-    /// (`Err`: its emulator is gone or stuck) is retired, not reused: its
-    /// place goes to a fresh one at a later invocation.
+    /// (`Err`: its emulator is gone or stuck), or that answered and ended
+    /// ([`Environment::ended`]), is retired, not reused: its place goes to a
+    /// fresh one at a later invocation (invocations it still serves end as
+    /// they end).
     pub fn invoke_with(&self, payload: &[u8], options: &Options) -> Result<Invoked, String> {
         let environment = match self.take()? {
             Some(environment) => environment,
@@ -281,33 +390,72 @@ impl<E: Environment> Pool<E> {
             }
         };
         let answer = environment.invoke_with(payload, options);
-        if answer.is_ok() {
-            self.state().idle.push(environment);
-        } else {
-            // Stopped outside the lock.
-            drop(environment);
-            self.state().started -= 1;
+        let mut state = self.state();
+        let at = state
+            .environments
+            .iter()
+            .position(|entry| Arc::ptr_eq(&entry.environment, &environment));
+        if let Some(at) = at {
+            let mut entry = state.environments.remove(at);
+            if answer.is_ok() && !environment.ended() {
+                entry.in_flight -= 1;
+                state.environments.push(entry);
+            } else {
+                // Stopped outside the lock (once its last invocation lets it
+                // go); its place is free after that.
+                state.stopping += 1;
+                drop(state);
+                drop(entry);
+                drop(environment);
+                self.state().stopping -= 1;
+                self.freed.notify_one();
+                return answer;
+            }
         }
+        drop(state);
+        drop(environment);
         self.freed.notify_one();
         answer
     }
 
-    /// A free environment, a new one, or `None` when throttled.
-    fn take(&self) -> Result<Option<E>, String> {
+    /// A free slot of an environment (the most recently used one with one),
+    /// of a new one, or `None` when throttled.
+    fn take(&self) -> Result<Option<Arc<E>>, String> {
         let give_up = Instant::now() + self.max_wait;
         let mut state = self.state();
         loop {
-            if let Some(environment) = state.idle.pop() {
-                return Ok(Some(environment));
+            let free = state
+                .environments
+                .iter_mut()
+                .rev()
+                .find(|entry| entry.in_flight < self.slots);
+            if let Some(entry) = free {
+                entry.in_flight += 1;
+                return Ok(Some(Arc::clone(&entry.environment)));
             }
-            if state.started < self.size.environments {
-                state.started += 1;
-                let n = state.started - 1;
+            if state.started() < self.size.environments {
+                let n = state.started();
+                state.starting += 1;
                 drop(state);
-                return match (self.start)(n) {
-                    Ok(environment) => Ok(Some(environment)),
+                let started = (self.start)(n);
+                let mut state = self.state();
+                state.starting -= 1;
+                return match started {
+                    Ok(environment) => {
+                        let environment = Arc::new(environment);
+                        state.environments.push(Entry {
+                            environment: Arc::clone(&environment),
+                            in_flight: 1,
+                        });
+                        drop(state);
+                        if self.slots > 1 {
+                            // Its other slots are free for those waiting.
+                            self.freed.notify_all();
+                        }
+                        Ok(Some(environment))
+                    }
                     Err(e) => {
-                        self.state().started -= 1;
+                        drop(state);
                         self.freed.notify_one();
                         Err(e)
                     }
@@ -325,20 +473,75 @@ impl<E: Environment> Pool<E> {
         }
     }
 
+    /// Start the pool's environments now, before any invocation, as Lambda
+    /// Managed Instances start a function's environments before it is
+    /// invoked (no cold start on the invocation's path); those started
+    /// already count. On demand environments start as invocations need them:
+    /// this is for [`Pool::of_managed_instances`]'s.
+    pub fn provision(&self) -> Result<(), String> {
+        loop {
+            let mut state = self.state();
+            if state.started() >= self.size.environments {
+                return Ok(());
+            }
+            let n = state.started();
+            state.starting += 1;
+            drop(state);
+            let started = (self.start)(n);
+            let mut state = self.state();
+            state.starting -= 1;
+            let provisioned = started.map(|environment| {
+                // The least recently used: busy environments are taken first.
+                state.environments.insert(
+                    0,
+                    Entry {
+                        environment: Arc::new(environment),
+                        in_flight: 0,
+                    },
+                );
+            });
+            drop(state);
+            self.freed.notify_all();
+            provisioned?;
+        }
+    }
+
     /// Environments started so far.
     pub fn started(&self) -> usize {
-        self.state().started
+        self.state().started()
     }
 
     /// Environments serving (or starting for) an invocation now.
     pub fn busy(&self) -> usize {
         let state = self.state();
-        state.started - state.idle.len()
+        state.started() - state.idle().count()
+    }
+
+    /// Invocations in flight now (environments starting count one each).
+    pub fn in_flight(&self) -> usize {
+        let state = self.state();
+        state.starting
+            + state
+                .environments
+                .iter()
+                .map(|entry| entry.in_flight)
+                .sum::<usize>()
     }
 
     /// The pool's size.
     pub fn size(&self) -> Size {
         self.size
+    }
+
+    /// Invocations one environment serves at once.
+    pub fn slots(&self) -> usize {
+        self.slots
+    }
+
+    /// Most invocations the pool serves at once: its environments times their
+    /// slots (what an event source's pollers can keep busy).
+    pub fn capacity(&self) -> usize {
+        self.size.environments.saturating_mul(self.slots)
     }
 
     fn state(&self) -> MutexGuard<'_, State<E>> {
@@ -430,6 +633,78 @@ mod tests {
         answers.dedup();
         assert_eq!(answers.len(), 3, "one environment per invocation in flight");
         assert_eq!(pool.started(), 3);
+    }
+
+    #[test]
+    fn an_environment_with_slots_serves_that_many_invocations_at_once() {
+        // Each invocation ends only once four are in flight at once.
+        let shared = Arc::new(Shared::default());
+        shared.end_at_in_flight.store(4, Ordering::SeqCst);
+        let pool = pool(1, Overflow::Wait, &shared).with_slots(4);
+        assert_eq!((pool.slots(), pool.capacity()), (4, 4));
+        let answers: Vec<String> = std::thread::scope(|s| {
+            let calls: Vec<_> = (0..4).map(|_| s.spawn(|| pool.invoke("{}"))).collect();
+            calls
+                .into_iter()
+                .map(|c| c.join().expect("thread").expect("answer").body)
+                .collect()
+        });
+        assert_eq!(shared.most_in_flight.load(Ordering::SeqCst), 4);
+        assert!(
+            answers.iter().all(|a| a == r#"{"environment":0}"#),
+            "{answers:?}"
+        );
+        assert_eq!((pool.started(), pool.busy(), pool.in_flight()), (1, 0, 0));
+    }
+
+    #[test]
+    fn past_its_slots_an_invocation_waits_then_is_throttled() {
+        let shared = Arc::new(Shared::default());
+        shared.end_at_in_flight.store(usize::MAX, Ordering::SeqCst);
+        let pool = pool(1, Overflow::Wait, &shared)
+            .with_slots(2)
+            .with_max_wait(Duration::from_millis(50));
+        std::thread::scope(|s| {
+            let busy: Vec<_> = (0..2).map(|_| s.spawn(|| pool.invoke("{}"))).collect();
+            let first = Instant::now();
+            while shared.in_flight.load(Ordering::SeqCst) < 2 && first.elapsed() < GIVE_UP {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            assert_eq!((pool.in_flight(), pool.busy()), (2, 1));
+            let waited = pool.invoke("{}").expect("an answer");
+            shared.released.store(true, Ordering::SeqCst);
+            assert_eq!(waited.status, 429);
+            for call in busy {
+                assert_eq!(call.join().expect("thread").expect("answer").status, 200);
+            }
+        });
+        // A wait that ends in time gets the slot freed meanwhile.
+        assert_eq!(pool.invoke("{}").expect("answer").status, 200);
+        assert_eq!(pool.started(), 1);
+    }
+
+    #[test]
+    fn a_provisioned_environment_is_started_before_any_invocation() {
+        let shared = Arc::new(Shared::default());
+        shared.released.store(true, Ordering::SeqCst);
+        let pool = pool(1, Overflow::Wait, &shared).with_slots(3);
+        pool.provision().expect("provisioned");
+        assert_eq!((pool.started(), pool.busy(), pool.in_flight()), (1, 0, 0));
+        pool.provision().expect("nothing more to start");
+        assert_eq!(pool.started(), 1);
+        assert_eq!(
+            pool.invoke("{}").expect("answer").body,
+            r#"{"environment":0}"#
+        );
+        let failing: Pool<Fake> = Pool::new(
+            Size {
+                environments: 1,
+                overflow: Overflow::Wait,
+            },
+            Box::new(|_| Err("no emulator".to_owned())),
+        );
+        assert_eq!(failing.provision(), Err("no emulator".to_owned()));
+        assert_eq!(failing.started(), 0);
     }
 
     #[test]
@@ -567,6 +842,52 @@ mod tests {
         assert_eq!(stopped.load(Ordering::SeqCst), 1);
         assert_eq!(started.load(Ordering::SeqCst), 2);
         assert_eq!(pool.started(), 1);
+    }
+
+    /// An environment whose process ends with its first answer.
+    struct Ending(usize);
+
+    impl Environment for Ending {
+        fn invoke(&self, _: &[u8]) -> Result<Invocation, String> {
+            Ok(Invocation {
+                status: 200,
+                body: format!("{{\"environment\":{}}}", self.0),
+            })
+        }
+
+        fn ended(&self) -> bool {
+            true
+        }
+    }
+
+    #[test]
+    fn an_environment_that_ended_with_its_answer_is_replaced() {
+        let starts = Arc::new(AtomicUsize::new(0));
+        let counted = Arc::clone(&starts);
+        let pool = Pool::new(
+            Size {
+                environments: 1,
+                overflow: Overflow::Wait,
+            },
+            Box::new(move |n| {
+                counted.fetch_add(1, Ordering::SeqCst);
+                Ok(Ending(n))
+            }),
+        )
+        .with_slots(2);
+        for round in 1..=3 {
+            let answer = pool.invoke("{}").expect("answered");
+            assert_eq!(
+                answer.body, r#"{"environment":0}"#,
+                "its place is free again"
+            );
+            assert_eq!(pool.started(), 0, "retired at once");
+            assert_eq!(
+                starts.load(Ordering::SeqCst),
+                round,
+                "a fresh one each time"
+            );
+        }
     }
 
     #[test]

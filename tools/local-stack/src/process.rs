@@ -17,7 +17,8 @@ fn live_groups() -> std::sync::MutexGuard<'static, Vec<u32>> {
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// On Ctrl-C or SIGTERM, stop every process group this process started, then
+/// On Ctrl-C or SIGTERM, stop every process group this process started,
+/// remove its cgroups and its hold on `/var/task` ([`crate::task_root`]), then
 /// exit with status 130. (The groups do not receive the terminal's Ctrl-C
 /// themselves: each runs in a group of its own.)
 pub fn stop_all_on_interrupt() -> Result<(), String> {
@@ -33,6 +34,7 @@ pub fn stop_all_on_interrupt() -> Result<(), String> {
         }
         kill_survivors(&descendants);
         crate::cgroup::remove_live();
+        crate::task_root::release_all();
         eprintln!("interrupted: stopped {} process group(s)", groups.len());
         std::process::exit(130);
     })
@@ -72,7 +74,7 @@ fn kill_survivors(pids: &[u32]) {
 }
 
 /// Whether `pid` is a live (not zombie) process.
-fn is_alive(pid: u32) -> bool {
+pub fn is_alive(pid: u32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat"))
         .ok()
         .and_then(|stat| {

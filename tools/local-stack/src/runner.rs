@@ -22,6 +22,7 @@ use crate::expectations::{self, Context};
 use crate::function_url::FunctionUrl;
 use crate::lambda_api::{LambdaApi, Served};
 use crate::local_aws::function_env;
+use crate::managed_instances::ManagedInstances;
 use crate::moto::{self, Moto};
 use crate::pool::{Pool, Size};
 use crate::step_functions::{self, LocalStateMachine};
@@ -109,11 +110,29 @@ impl Stack {
 
 /// Run the application from the function binaries in `build_dir`
 /// (`<LogicalId>/bootstrap`, the layout of `sam build`), every server's and
-/// function's output in `logs`.
+/// function's output in `logs`, with the template's parameter defaults.
 pub fn run(options: Options, build_dir: &Path, logs: &Path) -> Result<Summary, String> {
+    run_with(options, &[], build_dir, logs)
+}
+
+/// [`run`] with `parameters` instead of the template's defaults (`sam deploy
+/// --parameter-overrides`; e.g. [`crate::managed_instances::LOCAL_PARAMETERS`]
+/// puts every function on Lambda Managed Instances), checked as
+/// CloudFormation checks them, `Rules` included.
+pub fn run_with(
+    options: Options,
+    parameters: &[(&str, &str)],
+    build_dir: &Path,
+    logs: &Path,
+) -> Result<Summary, String> {
     process::stop_all_on_interrupt()?;
     let root = crate::workspace_root();
-    let template = Template::load(&root.join("template.yaml"))?;
+    let template = Template::load(&root.join("template.yaml"))?.with_parameters(parameters)?;
+    template.check_rules()?;
+    if !parameters.is_empty() {
+        let given: Vec<String> = parameters.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        println!("Parameters: {}", given.join(" "));
+    }
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -348,13 +367,41 @@ fn start_functions(
     let limited = announce_limits(options.limits).is_ok();
     let cores = std::thread::available_parallelism().map_or(1, usize::from);
     let mut functions = Vec::new();
-    for mut function in template.functions()? {
+    for (mut function, managed) in template.functions_with_capacity()? {
         function.env = elasticmq::with_queue_urls(&function.env, &specs, &sqs_url);
         let bootstrap = build_dir.join(&function.logical_id).join("bootstrap");
         let log = logs.join(format!("{}.log", function.binary));
-        let size = Size::of(&function, options.concurrency);
-        let pool = Pool::of_emulators(rie, &bootstrap, &function, &env, &log, size, options.limits);
-        println!("    {}", describe_function(&function, size, limited, cores));
+        let pool = match managed {
+            None => Pool::of_emulators(
+                rie,
+                &bootstrap,
+                &function,
+                &env,
+                &log,
+                Size::of(&function, options.concurrency),
+                options.limits,
+            ),
+            Some(managed) => {
+                let pool = Pool::of_managed_instances(
+                    rie,
+                    &bootstrap,
+                    &function,
+                    managed,
+                    &env,
+                    &log,
+                    options.limits,
+                );
+                // Started now, as Lambda starts them when it publishes the
+                // version: no cold start on an invocation's path.
+                pool.provision()
+                    .map_err(|e| format!("{}: {e}", function.logical_id))?;
+                pool
+            }
+        };
+        println!(
+            "    {}",
+            describe_function(&function, managed, pool.size(), limited, cores)
+        );
         functions.push((function.logical_id, function.binary, Arc::new(pool)));
     }
     Ok(functions)
@@ -403,7 +450,7 @@ fn announce_limits(limits: Limits) -> Result<(), String> {
         Limits::Enforced => cgroup::enforced_with(Limits::Enforced),
     };
     println!(
-        "  Functions under the runtime interface emulator, one process per invocation in flight{}:",
+        "  Functions under the runtime interface emulator, on demand one process per invocation in flight, on Managed Instances one process serving several{}:",
         match &limits {
             Ok(()) => ", each in a cgroup with Lambda's CPU share and memory limit",
             Err(_) => "",
@@ -415,11 +462,25 @@ fn announce_limits(limits: Limits) -> Result<(), String> {
     limits
 }
 
-/// One line about a function of `size` environments: its memory, timeout,
-/// limits (if `limited`, on a machine of `cores` cores) and concurrency.
-fn describe_function(function: &Function, size: Size, limited: bool, cores: usize) -> String {
+/// One line about a function of `size` environments, on Lambda Managed
+/// Instances (`managed`) or on demand: its memory, timeout, mode, limits (if
+/// `limited`, on a machine of `cores` cores) and concurrency.
+fn describe_function(
+    function: &Function,
+    managed: Option<ManagedInstances>,
+    size: Size,
+    limited: bool,
+    cores: usize,
+) -> String {
+    let mode = match managed {
+        None => "on-demand".to_owned(),
+        Some(managed) => format!(
+            "managed instances: {managed}, {} vCPUs",
+            managed.vcpus(function.memory_mb)
+        ),
+    };
     let enforced = if limited {
-        let quota = cgroup::cpu_quota(u64::from(function.memory_mb), cores);
+        let quota = cgroup::function_quota(function.memory_mb, managed, cores);
         format!(
             "CPU {:.3} vCPU{}, memory limit {} MB",
             quota.quota_us as f64 / cgroup::PERIOD_US as f64,
@@ -433,16 +494,23 @@ fn describe_function(function: &Function, size: Size, limited: bool, cores: usiz
     } else {
         "no CPU or memory limit".to_owned()
     };
+    let concurrency = match managed {
+        Some(managed) => format!(
+            "one environment, {} invocations at once, then invocations wait",
+            managed.max_concurrency
+        ),
+        None => format!(
+            "up to {} environment(s){}",
+            size.environments,
+            match size.overflow {
+                crate::pool::Overflow::Wait => ", then invocations wait",
+                crate::pool::Overflow::Throttle => ", then throttled (reserved concurrency)",
+            }
+        ),
+    };
     format!(
-        "{} ({} MB, {} s): {enforced}; up to {} environment(s){}",
-        function.logical_id,
-        function.memory_mb,
-        function.timeout_s,
-        size.environments,
-        match size.overflow {
-            crate::pool::Overflow::Wait => ", then invocations wait",
-            crate::pool::Overflow::Throttle => ", then throttled (reserved concurrency)",
-        }
+        "{} ({} MB, {} s), {mode}: {enforced}; {concurrency}",
+        function.logical_id, function.memory_mb, function.timeout_s,
     )
 }
 
@@ -506,7 +574,7 @@ fn orders(
     let bound = Duration::from_secs(
         60 + u64::from(receives + 1) * u64::from(options.visibility_timeout_s + 1),
     );
-    let pollers = event_source::pollers(source, pool.size().environments);
+    let pollers = event_source::pollers(source, pool.capacity());
     let endpoint = stack.elasticmq.endpoint();
     let totals = event_source::drain_concurrently(
         &endpoint,

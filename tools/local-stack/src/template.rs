@@ -9,6 +9,7 @@
 //! [`Template::with_parameters`], else to the parameter's `Default`.
 
 use crate::lambda_rules::SqsMapping;
+use crate::managed_instances::ManagedInstances;
 use serde_norway::Value;
 use std::path::Path;
 use std::sync::Arc;
@@ -212,83 +213,194 @@ impl Template {
             .collect()
     }
 
-    /// Every serverless function, `Globals.Function` applied.
+    /// Every serverless function, `Globals.Function` applied, each checked
+    /// as Lambda checks it (its Lambda Managed Instances settings too: see
+    /// [`Template::functions_with_capacity`]).
     pub fn functions(&self) -> Result<Vec<Function>, String> {
+        Ok(self
+            .functions_with_capacity()?
+            .into_iter()
+            .map(|(function, _)| function)
+            .collect())
+    }
+
+    /// Every serverless function with where it runs: on Lambda Managed
+    /// Instances (its `CapacityProviderConfig`, checked with its `MemorySize`
+    /// as Lambda checks them), or on demand (`None`). A property given by
+    /// `!If` is the branch its condition picks; `!Ref AWS::NoValue` leaves it
+    /// out (Lambda's default, not the `Globals` value: SAM merges `Globals`
+    /// before CloudFormation resolves conditions).
+    pub fn functions_with_capacity(
+        &self,
+    ) -> Result<Vec<(Function, Option<ManagedInstances>)>, String> {
         let globals = self.doc.get("Globals").and_then(|g| g.get("Function"));
         self.resources("AWS::Serverless::Function")
             .into_iter()
-            .map(|(logical_id, resource)| {
-                let props = resource.get("Properties");
-                let prop = |name: &str| {
-                    props
-                        .and_then(|p| p.get(name))
-                        .or_else(|| globals.and_then(|g| g.get(name)))
-                };
-                let number = |name: &str, default: u32| -> Result<u32, String> {
-                    match prop(name) {
-                        None => Ok(default),
-                        Some(v) => v
-                            .as_u64()
-                            .and_then(|n| u32::try_from(n).ok())
-                            .ok_or_else(|| format!("{logical_id}.{name} is not a number: {v:?}")),
-                    }
-                };
-                let binary = resource
-                    .get("Metadata")
-                    .and_then(|m| m.get("BuildProperties"))
-                    .and_then(|b| b.get("Binary"))
-                    .and_then(Value::as_str)
-                    .ok_or_else(|| format!("{logical_id}: no Metadata.BuildProperties.Binary"))?
-                    .to_owned();
-                let mut env = Vec::new();
-                // Lambda turns `LoggingConfig` into these variables.
-                for (key, variable) in [
-                    ("LogFormat", "AWS_LAMBDA_LOG_FORMAT"),
-                    ("ApplicationLogLevel", "AWS_LAMBDA_LOG_LEVEL"),
-                ] {
-                    // SAM merges maps from `Globals` key by key.
-                    if let Some(value) = logging_setting(props, key)
-                        .or_else(|| logging_setting(globals, key))
-                        .and_then(|v| self.scalar(v))
-                    {
-                        env.push((variable.to_owned(), value));
-                    }
-                }
-                for scope in [globals, props] {
-                    let vars = scope
-                        .and_then(|s| s.get("Environment"))
-                        .and_then(|e| e.get("Variables"))
-                        .and_then(Value::as_mapping);
-                    for (key, value) in vars.into_iter().flatten() {
-                        let key = key
-                            .as_str()
-                            .ok_or("environment key is not a string")?
-                            .to_owned();
-                        let value = self.scalar(value).ok_or_else(|| {
-                            format!(
-                                "{logical_id}: {key} has a value the local runner cannot resolve"
-                            )
-                        })?;
-                        env.retain(|(k, _)| *k != key);
-                        env.push((key, value));
-                    }
-                }
-                Ok(Function {
-                    memory_mb: number("MemorySize", 128)?,
-                    timeout_s: number("Timeout", 3)?,
-                    reserved_concurrency: prop("ReservedConcurrentExecutions")
-                        .map(|v| {
-                            self.scalar(v).and_then(|s| s.parse().ok()).ok_or_else(|| {
-                                format!("{logical_id}: ReservedConcurrentExecutions is not a whole number")
-                            })
-                        })
-                        .transpose()?,
-                    logical_id,
-                    binary,
-                    env,
-                })
-            })
+            .map(|(logical_id, resource)| self.read_function(logical_id, resource, globals))
             .collect()
+    }
+
+    /// The Lambda Managed Instances settings of `function` (`None`: it runs
+    /// on demand), as [`Template::functions_with_capacity`] reads them.
+    pub fn managed_instances(
+        &self,
+        function: &Function,
+    ) -> Result<Option<ManagedInstances>, String> {
+        self.functions_with_capacity()?
+            .into_iter()
+            .find(|(f, _)| f.logical_id == function.logical_id)
+            .map(|(_, managed)| managed)
+            .ok_or_else(|| format!("template.yaml has no function {}", function.logical_id))
+    }
+
+    /// The function `logical_id` (`resource`), with `globals` applied.
+    fn read_function(
+        &self,
+        logical_id: String,
+        resource: &Value,
+        globals: Option<&Value>,
+    ) -> Result<(Function, Option<ManagedInstances>), String> {
+        let props = resource.get("Properties");
+        // The function's own property wins over `Globals`, even when it
+        // resolves to `AWS::NoValue` (then it is left out).
+        let prop = |name: &str| -> Result<Option<Value>, String> {
+            match props
+                .and_then(|p| p.get(name))
+                .or_else(|| globals.and_then(|g| g.get(name)))
+            {
+                None => Ok(None),
+                Some(v) => self
+                    .resolve(v)
+                    .map_err(|e| format!("{logical_id}.{name}: {e}")),
+            }
+        };
+        let whole = |name: &str, default: u32| -> Result<u32, String> {
+            match prop(name)? {
+                None => Ok(default),
+                Some(v) => {
+                    number(&v).ok_or_else(|| format!("{logical_id}.{name} is not a number: {v:?}"))
+                }
+            }
+        };
+        let binary = resource
+            .get("Metadata")
+            .and_then(|m| m.get("BuildProperties"))
+            .and_then(|b| b.get("Binary"))
+            .and_then(Value::as_str)
+            .ok_or_else(|| format!("{logical_id}: no Metadata.BuildProperties.Binary"))?
+            .to_owned();
+        let mut env = Vec::new();
+        // Lambda turns `LoggingConfig` into these variables.
+        for (key, variable) in [
+            ("LogFormat", "AWS_LAMBDA_LOG_FORMAT"),
+            ("ApplicationLogLevel", "AWS_LAMBDA_LOG_LEVEL"),
+        ] {
+            // SAM merges maps from `Globals` key by key.
+            if let Some(value) = logging_setting(props, key)
+                .or_else(|| logging_setting(globals, key))
+                .and_then(|v| self.scalar(v))
+            {
+                env.push((variable.to_owned(), value));
+            }
+        }
+        for scope in [globals, props] {
+            for (key, value) in self.variables(&logical_id, scope)? {
+                env.retain(|(k, _)| *k != key);
+                env.push((key, value));
+            }
+        }
+        let memory_mb = whole("MemorySize", 128)?;
+        let managed_instances = match prop("CapacityProviderConfig")? {
+            None => None,
+            Some(config) => Some(self.capacity_provider_config(&logical_id, &config, memory_mb)?),
+        };
+        let function = Function {
+            memory_mb,
+            timeout_s: whole("Timeout", 3)?,
+            reserved_concurrency: prop("ReservedConcurrentExecutions")?
+                .map(|v| {
+                    number(&v).ok_or_else(|| {
+                        format!("{logical_id}: ReservedConcurrentExecutions is not a whole number")
+                    })
+                })
+                .transpose()?,
+            logical_id,
+            binary,
+            env,
+        };
+        Ok((function, managed_instances))
+    }
+
+    /// `Environment.Variables` of `scope` (a function's properties or
+    /// `Globals.Function`), resolved; a variable whose value is
+    /// `!Ref AWS::NoValue` is left out, as CloudFormation leaves it out.
+    fn variables(
+        &self,
+        logical_id: &str,
+        scope: Option<&Value>,
+    ) -> Result<Vec<(String, String)>, String> {
+        let resolved = |value: Option<&Value>, what: &str| -> Result<Option<Value>, String> {
+            value.map_or(Ok(None), |v| {
+                self.resolve(v)
+                    .map_err(|e| format!("{logical_id}.{what}: {e}"))
+            })
+        };
+        let environment = resolved(scope.and_then(|s| s.get("Environment")), "Environment")?;
+        let variables = resolved(
+            environment.as_ref().and_then(|e| e.get("Variables")),
+            "Environment.Variables",
+        )?;
+        let mut found = Vec::new();
+        for (key, value) in variables.iter().filter_map(Value::as_mapping).flatten() {
+            let key = key.as_str().ok_or("environment key is not a string")?;
+            let unresolvable =
+                || format!("{logical_id}: {key} has a value the local runner cannot resolve");
+            let resolved = self
+                .resolve(value)
+                .map_err(|e| format!("{}: {e}", unresolvable()))?;
+            match resolved {
+                None => {}
+                Some(value) => found.push((key.to_owned(), text(&value).ok_or_else(unresolvable)?)),
+            }
+        }
+        Ok(found)
+    }
+
+    /// A function's resolved `CapacityProviderConfig` (SAM's form: `Arn`,
+    /// `ExecutionEnvironmentMemoryGiBPerVCpu`,
+    /// `PerExecutionEnvironmentMaxConcurrency`), checked with its `memory_mb`.
+    fn capacity_provider_config(
+        &self,
+        logical_id: &str,
+        config: &Value,
+        memory_mb: u32,
+    ) -> Result<ManagedInstances, String> {
+        let field = |key: &str| -> Result<Option<Value>, String> {
+            config.get(key).map_or(Ok(None), |v| {
+                self.resolve(v)
+                    .map_err(|e| format!("{logical_id}.CapacityProviderConfig.{key}: {e}"))
+            })
+        };
+        let decimal = |key: &str| -> Result<Option<f64>, String> {
+            field(key)?
+                .map(|v| {
+                    decimal(&v).ok_or_else(|| {
+                        format!("{logical_id}.CapacityProviderConfig.{key} is not a number: {v:?}")
+                    })
+                })
+                .transpose()
+        };
+        if field("Arn")?.as_ref().and_then(text).is_none() {
+            return Err(format!(
+                "Lambda refuses {logical_id}: CapacityProviderConfig has no Arn"
+            ));
+        }
+        ManagedInstances::checked(
+            logical_id,
+            decimal("ExecutionEnvironmentMemoryGiBPerVCpu")?,
+            decimal("PerExecutionEnvironmentMaxConcurrency")?,
+            memory_mb,
+        )
     }
 
     /// The function whose binary is `binary`.
@@ -640,80 +752,137 @@ impl Template {
     /// A value with the intrinsic functions the local stack understands
     /// resolved: `!Ref` (a parameter's default, or a resource's logical id),
     /// `!GetAtt X.Attr` (the logical id `X`: locally a resource's name is its
-    /// id), `!FindInMap`, `!If` over conditions made of `!Equals`, `!Not`,
-    /// `!And` and `!Or`. `None` for `!Ref AWS::NoValue`.
+    /// id), `!FindInMap`, `!Join`, `!Split`, `!Select`, `!If` over conditions
+    /// made of `!Equals`, `!Not`, `!And` and `!Or`, in the short form or the
+    /// long one (`Fn::If`). A list parameter (`CommaDelimitedList`,
+    /// `List<...>`) is a list. `None` for `!Ref AWS::NoValue`.
     fn resolve(&self, value: &Value) -> Result<Option<Value>, String> {
-        let Value::Tagged(tagged) = value else {
+        let Some((tag, inner)) = intrinsic(value) else {
             return Ok(Some(value.clone()));
         };
-        let inner = &tagged.value;
-        if tagged.tag == "Ref" {
-            let name = inner.as_str().ok_or("!Ref of a non-string")?;
-            return self.reference(name);
+        match tag.as_str() {
+            "Ref" => self.reference(inner.as_str().ok_or("!Ref of a non-string")?),
+            "Sub" => self.sub(inner),
+            "GetAtt" => get_att(inner),
+            "FindInMap" => self.find_in_map(inner),
+            "Join" => self.join(inner),
+            "Split" => self.split(inner),
+            "Select" => self.select(inner),
+            "If" => self.if_then_else(inner),
+            _ => Err(format!("the local stack cannot resolve !{tag} {inner:?}")),
         }
-        if tagged.tag == "Sub" {
-            let (text, variables) = match inner {
-                Value::String(text) => (text.as_str(), None),
-                Value::Sequence(parts) => match parts.as_slice() {
-                    [Value::String(text), Value::Mapping(variables)] => {
-                        (text.as_str(), Some(variables))
-                    }
-                    _ => return Err(format!("!Sub needs a string and a map: {inner:?}")),
-                },
-                _ => return Err(format!("!Sub of {inner:?}")),
-            };
-            return self
-                .substitute(text, variables)
-                .map(|s| Some(Value::String(s)));
+    }
+
+    /// `!Sub text` or `!Sub [text, {variables}]` (see [`Template::substitute`]).
+    fn sub(&self, inner: &Value) -> Result<Option<Value>, String> {
+        let (text, variables) = match inner {
+            Value::String(text) => (text.as_str(), None),
+            Value::Sequence(parts) => match parts.as_slice() {
+                [Value::String(text), Value::Mapping(variables)] => {
+                    (text.as_str(), Some(variables))
+                }
+                _ => return Err(format!("!Sub needs a string and a map: {inner:?}")),
+            },
+            _ => return Err(format!("!Sub of {inner:?}")),
+        };
+        self.substitute(text, variables)
+            .map(|s| Some(Value::String(s)))
+    }
+
+    /// `!FindInMap [map, key, key]`, the keys resolved.
+    fn find_in_map(&self, inner: &Value) -> Result<Option<Value>, String> {
+        let parts = inner.as_sequence().filter(|p| p.len() == 3);
+        let keys = parts
+            .ok_or_else(|| format!("!FindInMap needs three parts: {inner:?}"))?
+            .iter()
+            .map(|part| {
+                self.resolve(part)?
+                    .as_ref()
+                    .and_then(text)
+                    .ok_or_else(|| format!("!FindInMap key {part:?} is not text"))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let found = keys
+            .iter()
+            .try_fold(self.doc.get("Mappings"), |at, key| {
+                at.map(|at| at.get(key.as_str()))
+            })
+            .flatten()
+            .ok_or_else(|| format!("Mappings has no {}", keys.join(".")))?;
+        self.resolve(found)
+    }
+
+    /// `!Join [delimiter, list]`: the list's items (resolved, as text)
+    /// joined; an item that is `AWS::NoValue` is left out.
+    fn join(&self, inner: &Value) -> Result<Option<Value>, String> {
+        let [delimiter, list] = inner.as_sequence().map(Vec::as_slice).unwrap_or_default() else {
+            return Err(format!("!Join needs a delimiter and a list: {inner:?}"));
+        };
+        let delimiter = delimiter.as_str().ok_or("!Join delimiter is not text")?;
+        let mut parts = Vec::new();
+        for item in &self.list(list, "!Join")? {
+            parts.extend(self.resolve(item)?.as_ref().and_then(text));
         }
-        if tagged.tag == "GetAtt" {
-            let target = match inner {
-                Value::String(s) => s.split('.').next().map(str::to_owned),
-                Value::Sequence(parts) => parts.first().and_then(Value::as_str).map(str::to_owned),
-                _ => None,
-            };
-            return target
-                .map(|t| Some(Value::String(t)))
-                .ok_or_else(|| format!("cannot resolve !GetAtt {inner:?}"));
-        }
-        if tagged.tag == "FindInMap" {
-            let parts = inner.as_sequence().filter(|p| p.len() == 3);
-            let keys = parts
-                .ok_or_else(|| format!("!FindInMap needs three parts: {inner:?}"))?
-                .iter()
-                .map(|part| {
-                    self.resolve(part)?
-                        .as_ref()
-                        .and_then(text)
-                        .ok_or_else(|| format!("!FindInMap key {part:?} is not text"))
-                })
-                .collect::<Result<Vec<_>, _>>()?;
-            let found = keys
-                .iter()
-                .try_fold(self.doc.get("Mappings"), |at, key| {
-                    at.map(|at| at.get(key.as_str()))
-                })
-                .flatten()
-                .ok_or_else(|| format!("Mappings has no {}", keys.join(".")))?;
-            return self.resolve(found);
-        }
-        if tagged.tag == "If" {
-            let parts = inner.as_sequence().filter(|p| p.len() == 3);
-            let [condition, then, otherwise] = parts.map(Vec::as_slice).unwrap_or_default() else {
-                return Err(format!("!If needs three parts: {inner:?}"));
-            };
-            let name = condition.as_str().ok_or("!If condition is not a name")?;
-            let chosen = if self.condition(name)? {
-                then
-            } else {
-                otherwise
-            };
-            return self.resolve(chosen);
-        }
-        Err(format!(
-            "the local stack cannot resolve !{} {inner:?}",
-            tagged.tag
-        ))
+        Ok(Some(Value::String(parts.join(delimiter))))
+    }
+
+    /// `!Split [delimiter, text]`: the list of the text's parts.
+    fn split(&self, inner: &Value) -> Result<Option<Value>, String> {
+        let [delimiter, source] = inner.as_sequence().map(Vec::as_slice).unwrap_or_default() else {
+            return Err(format!("!Split needs a delimiter and a text: {inner:?}"));
+        };
+        let delimiter = delimiter.as_str().ok_or("!Split delimiter is not text")?;
+        let source = self
+            .resolve(source)?
+            .as_ref()
+            .and_then(text)
+            .ok_or_else(|| format!("!Split of what is not text: {source:?}"))?;
+        Ok(Some(Value::Sequence(
+            source
+                .split(delimiter)
+                .map(|part| Value::String(part.to_owned()))
+                .collect(),
+        )))
+    }
+
+    /// `!Select [index, list]`: the list's item at the index, resolved.
+    fn select(&self, inner: &Value) -> Result<Option<Value>, String> {
+        let [index, list] = inner.as_sequence().map(Vec::as_slice).unwrap_or_default() else {
+            return Err(format!("!Select needs an index and a list: {inner:?}"));
+        };
+        let index = self
+            .resolve(index)?
+            .as_ref()
+            .and_then(number)
+            .ok_or_else(|| format!("!Select index {index:?} is not a whole number"))?;
+        let items = self.list(list, "!Select")?;
+        let item = usize::try_from(index)
+            .ok()
+            .and_then(|i| items.get(i))
+            .ok_or_else(|| format!("!Select index {index} is past the list's end"))?;
+        self.resolve(item)
+    }
+
+    /// `value` resolved to a list (the argument of `function`).
+    fn list(&self, value: &Value, function: &str) -> Result<Vec<Value>, String> {
+        self.resolve(value)?
+            .and_then(|l| l.as_sequence().cloned())
+            .ok_or_else(|| format!("{function} of what is not a list: {value:?}"))
+    }
+
+    /// `!If [condition, then, otherwise]`: the branch the condition picks, resolved.
+    fn if_then_else(&self, inner: &Value) -> Result<Option<Value>, String> {
+        let parts = inner.as_sequence().filter(|p| p.len() == 3);
+        let [condition, then, otherwise] = parts.map(Vec::as_slice).unwrap_or_default() else {
+            return Err(format!("!If needs three parts: {inner:?}"));
+        };
+        let name = condition.as_str().ok_or("!If condition is not a name")?;
+        let chosen = if self.condition(name)? {
+            then
+        } else {
+            otherwise
+        };
+        self.resolve(chosen)
     }
 
     /// `!Ref name`: a pseudo parameter's local value, a parameter's value
@@ -726,17 +895,30 @@ impl Template {
         if let Some(value) = crate::local_aws::pseudo_parameter(name) {
             return Ok(Some(Value::String(value.to_owned())));
         }
-        if let Some((_, value)) = self.overrides.iter().find(|(n, _)| n == name) {
-            return Ok(Some(Value::String(value.clone())));
-        }
-        match self.doc.get("Parameters").and_then(|p| p.get(name)) {
-            Some(parameter) => parameter
+        let Some(parameter) = self.doc.get("Parameters").and_then(|p| p.get(name)) else {
+            return Ok(Some(Value::String(name.to_owned())));
+        };
+        let value = match self.overrides.iter().find(|(n, _)| n == name) {
+            Some((_, value)) => Some(Value::String(value.clone())),
+            None => parameter
                 .get("Default")
                 .map_or(Err(format!("parameter {name} has no Default")), |d| {
                     self.resolve(d)
-                }),
-            None => Ok(Some(Value::String(name.to_owned()))),
-        }
+                })?,
+        };
+        // A list parameter is a list: its text split at the commas.
+        let listed = parameter
+            .get("Type")
+            .and_then(Value::as_str)
+            .is_some_and(|t| t == "CommaDelimitedList" || t.starts_with("List<"));
+        Ok(match value {
+            Some(Value::String(text)) if listed => Some(Value::Sequence(
+                text.split(',')
+                    .map(|item| Value::String(item.to_owned()))
+                    .collect(),
+            )),
+            other => other,
+        })
     }
 
     /// `!Sub text` with `variables`: each `${Name}` becomes the variable, or
@@ -792,15 +974,11 @@ impl Template {
     /// A condition or a rule's assertion: `!Equals`, `!Not`, `!And`, `!Or`,
     /// and, in `Rules`, `!Contains [[values], value]`.
     fn evaluate(&self, definition: &Value) -> Result<bool, String> {
-        let Value::Tagged(tagged) = definition else {
+        let Some((tag, inner)) = intrinsic(definition) else {
             return Err(format!("not a condition: {definition:?}"));
         };
-        let operands = tagged
-            .value
-            .as_sequence()
-            .map(Vec::as_slice)
-            .unwrap_or_default();
-        match (tagged.tag.to_string().trim_start_matches('!'), operands) {
+        let operands = inner.as_sequence().map(Vec::as_slice).unwrap_or_default();
+        match (tag.as_str(), operands) {
             ("Equals", [a, b]) => Ok(self.resolve(a)?.as_ref().and_then(text)
                 == self.resolve(b)?.as_ref().and_then(text)),
             ("Not", [inner]) => Ok(!self.evaluate(inner)?),
@@ -1040,6 +1218,51 @@ fn text(value: &Value) -> Option<String> {
         Value::String(s) => Some(s.clone()),
         Value::Number(n) => Some(n.to_string()),
         Value::Bool(b) => Some(b.to_string()),
+        _ => None,
+    }
+}
+
+/// `!GetAtt X.Attr` or `!GetAtt [X, Attr]`: the logical id `X` (locally a
+/// resource's name is its id).
+fn get_att(inner: &Value) -> Result<Option<Value>, String> {
+    let target = match inner {
+        Value::String(s) => s.split('.').next().map(str::to_owned),
+        Value::Sequence(parts) => parts.first().and_then(Value::as_str).map(str::to_owned),
+        _ => None,
+    };
+    target
+        .map(|t| Some(Value::String(t)))
+        .ok_or_else(|| format!("cannot resolve !GetAtt {inner:?}"))
+}
+
+/// An intrinsic function's name (`Ref`, `If`, `Sub`, ...) and argument, in
+/// YAML's short form (`!If [...]`) or the long one (`Fn::If: [...]`, `Ref: X`);
+/// `None` for any other value.
+fn intrinsic(value: &Value) -> Option<(String, &Value)> {
+    match value {
+        Value::Tagged(tagged) => Some((
+            tagged.tag.to_string().trim_start_matches('!').to_owned(),
+            &tagged.value,
+        )),
+        Value::Mapping(mapping) if mapping.len() == 1 => {
+            let (key, inner) = mapping.iter().next()?;
+            let key = key.as_str()?;
+            let name = if key == "Ref" {
+                key
+            } else {
+                key.strip_prefix("Fn::")?
+            };
+            Some((name.to_owned(), inner))
+        }
+        _ => None,
+    }
+}
+
+/// A number, whole or not (a YAML number or a numeric string).
+fn decimal(value: &Value) -> Option<f64> {
+    match value {
+        Value::Number(n) => n.as_f64(),
+        Value::String(s) => s.trim().parse().ok(),
         _ => None,
     }
 }
@@ -1456,6 +1679,176 @@ Resources:
             ["A=global", "B=local", "TABLE=Table", "N=5", "SIZE=42"]
         );
         assert!(template.function("other").is_err());
+    }
+
+    /// The template's contract for Lambda Managed Instances: subnets given
+    /// switch every function to its capacity provider and 2,048 MB.
+    const MANAGED: &str = r#"
+Parameters:
+  ManagedInstancesSubnetIds: { Type: CommaDelimitedList, Default: "" }
+  Ratio: { Type: Number, Default: 2 }
+  Concurrency: { Type: Number, Default: 4 }
+  Memory: { Type: Number, Default: 2048 }
+Conditions:
+  OnManagedInstances: !Not [!Equals [!Join [",", !Ref ManagedInstancesSubnetIds], ""]]
+Globals:
+  Function:
+    Timeout: 9
+    MemorySize: 512
+Resources:
+  Provider: { Type: AWS::Serverless::CapacityProvider }
+  Fn:
+    Type: AWS::Serverless::Function
+    Metadata: { BuildProperties: { Binary: fn-bin } }
+    Properties:
+      MemorySize: !If [OnManagedInstances, !Ref Memory, 1769]
+      Timeout: !If [OnManagedInstances, 30, !Ref AWS::NoValue]
+      CapacityProviderConfig: !If
+        - OnManagedInstances
+        - Arn: !GetAtt Provider.Arn
+          ExecutionEnvironmentMemoryGiBPerVCpu: !Ref Ratio
+          PerExecutionEnvironmentMaxConcurrency: !Ref Concurrency
+        - !Ref AWS::NoValue
+      Environment:
+        Variables:
+          ALWAYS: "1"
+          ONLY_ON_LMI: !If [OnManagedInstances, "yes", !Ref AWS::NoValue]
+  Plain:
+    Type: AWS::Serverless::Function
+    Metadata: { BuildProperties: { Binary: plain } }
+    Properties:
+      Fn::If: [OnManagedInstances, {}, {}]
+"#;
+
+    #[test]
+    fn conditions_pick_function_properties_and_the_capacity_provider() {
+        let template = Template::parse(MANAGED).expect("parse");
+        let on_demand = template.functions_with_capacity().expect("on demand");
+        let (f, managed) = &on_demand[0];
+        // NoValue leaves Timeout out: Lambda's default, not the Globals' 9.
+        assert_eq!((f.memory_mb, f.timeout_s, *managed), (1_769, 3, None));
+        assert_eq!(f.env, [("ALWAYS".to_owned(), "1".to_owned())]);
+        assert_eq!(on_demand[1].0.memory_mb, 512, "Globals apply");
+        let lmi = template
+            .clone()
+            .with_parameters(&[("ManagedInstancesSubnetIds", "subnet-00000000000000000")])
+            .expect("allowed");
+        let f = lmi.function("fn-bin").expect("function");
+        assert_eq!((f.memory_mb, f.timeout_s), (2_048, 30));
+        assert_eq!(f.env.len(), 2, "{:?}", f.env);
+        assert_eq!(
+            lmi.managed_instances(&f),
+            Ok(Some(ManagedInstances {
+                max_concurrency: 4,
+                memory_gib_per_vcpu: 2
+            }))
+        );
+        assert_eq!(
+            lmi.managed_instances(&lmi.function("plain").expect("plain")),
+            Ok(None)
+        );
+    }
+
+    #[test]
+    fn the_projects_functions_run_on_managed_instances_with_the_local_parameters() {
+        let template =
+            Template::load(&crate::workspace_root().join("template.yaml")).expect("template");
+        let on_demand = template.functions_with_capacity().expect("on demand");
+        assert!(on_demand.iter().all(|(_, managed)| managed.is_none()));
+        if template
+            .parameters()
+            .expect("parameters")
+            .iter()
+            .all(|p| p.name != crate::managed_instances::SUBNETS_PARAMETER)
+        {
+            eprintln!("skipped: template.yaml has no Lambda Managed Instances parameters yet");
+            return;
+        }
+        let lmi = template
+            .with_parameters(&crate::managed_instances::LOCAL_PARAMETERS)
+            .expect("the local parameters are allowed");
+        assert_eq!(lmi.check_rules(), Ok(()));
+        for (function, managed) in lmi.functions_with_capacity().expect("checked") {
+            let managed = managed.unwrap_or_else(|| panic!("{} on demand", function.logical_id));
+            assert!(
+                managed.vcpus(function.memory_mb) >= 1.0,
+                "{}: {managed} at {} MB",
+                function.logical_id,
+                function.memory_mb
+            );
+        }
+    }
+
+    #[test]
+    fn list_parameters_join_select_and_the_long_form() {
+        let template = Template::parse(
+            "Parameters:\n  Subnets: { Type: CommaDelimitedList, Default: \"a,b\" }\n  Empty: { Type: CommaDelimitedList, Default: \"\" }\n",
+        )
+        .expect("parse");
+        let resolve = |yaml: &str| {
+            let value: Value = serde_norway::from_str(yaml).expect("YAML");
+            template.resolve(&value).map(|v| v.and_then(|v| text(&v)))
+        };
+        assert_eq!(
+            resolve("!Join [\"+\", !Ref Subnets]"),
+            Ok(Some("a+b".into()))
+        );
+        assert_eq!(resolve("!Join [\"\", !Ref Empty]"), Ok(Some(String::new())));
+        assert_eq!(resolve("!Select [1, !Ref Subnets]"), Ok(Some("b".into())));
+        assert_eq!(
+            resolve("!Select [2, !Split [\",\", \"x,y,z\"]]"),
+            Ok(Some("z".into()))
+        );
+        assert_eq!(
+            resolve("{ \"Fn::Select\": [0, { Ref: Subnets }] }"),
+            Ok(Some("a".into()))
+        );
+        assert!(resolve("!Select [2, !Ref Subnets]").is_err());
+        assert!(resolve("!Join [\",\", plain]").is_err());
+        // An ordinary map of one key is no intrinsic function.
+        assert_eq!(
+            resolve("{ Variables: x }").map(|t| t.is_none()),
+            Ok(true),
+            "kept as a map, not text"
+        );
+    }
+
+    #[test]
+    fn managed_instances_settings_lambda_refuses_are_errors() {
+        let lmi = |values: &[(&str, &str)]| {
+            let mut all = vec![("ManagedInstancesSubnetIds", "subnet-00000000000000000")];
+            all.extend_from_slice(values);
+            Template::parse(MANAGED)
+                .expect("parse")
+                .with_parameters(&all)
+                .expect("no declared limits")
+                .functions()
+        };
+        assert!(lmi(&[]).is_ok());
+        for (values, refused) in [
+            (
+                &[("Ratio", "3")][..],
+                "ExecutionEnvironmentMemoryGiBPerVCpu is 3",
+            ),
+            (
+                &[("Concurrency", "0")][..],
+                "PerExecutionEnvironmentMaxConcurrency is 0",
+            ),
+            (
+                &[("Concurrency", "1601")][..],
+                "PerExecutionEnvironmentMaxConcurrency is 1601",
+            ),
+            (&[("Memory", "1024")][..], "MemorySize is 1024 MB"),
+        ] {
+            let error = lmi(values).expect_err("Lambda refuses it");
+            assert!(error.starts_with("Lambda refuses Fn: "), "{error}");
+            assert!(error.contains(refused), "{values:?}: {error}");
+        }
+        let no_arn = Template::parse(
+            "Resources:\n  Fn:\n    Type: AWS::Serverless::Function\n    Metadata: { BuildProperties: { Binary: b } }\n    Properties:\n      MemorySize: 2048\n      CapacityProviderConfig: { PerExecutionEnvironmentMaxConcurrency: 2 }\n",
+        )
+        .expect("parse");
+        assert!(no_arn.functions().unwrap_err().contains("has no Arn"));
     }
 
     #[test]
