@@ -274,3 +274,26 @@ async fn concurrent_batches_in_one_environment_store_every_order_once() {
     );
     assert_eq!(runtimes(&pool.pids()).len(), 1, "one runtime process");
 }
+
+/// Passwords of requests in flight together, at TRACE level: no log line of
+/// the one process serving them (its spans interleaved) holds any of them.
+#[test]
+fn interleaved_requests_leave_no_password_in_the_log() {
+    let template = on_managed_instances();
+    let (_, managed) = hasher(&template);
+    let most = usize::try_from(managed.max_concurrency).expect("a small maximum");
+    let env = [("AWS_LAMBDA_LOG_LEVEL", "TRACE")];
+    let pool = managed_pool(&template, HASHER, &env, None);
+    invoke_at_once(&pool, most * 2);
+    let logs = pool.logs();
+    assert!(most_in_flight(&logs) >= 2, "nothing interleaved:\n{logs}");
+    assert!(
+        logs.contains("\"level\":\"TRACE\"") || logs.contains("TRACE"),
+        "not at TRACE"
+    );
+    for n in 0..most * 2 {
+        for secret in [format!("password {n}"), format!("another {n}")] {
+            assert!(!logs.contains(&secret), "{secret:?} is in the log");
+        }
+    }
+}
