@@ -247,6 +247,26 @@ where
         .await
 }
 
+/// `handler` as the runtime's service: one per execution environment, behind
+/// an `Arc`, shared by every invocation in flight (several at once on Lambda
+/// Managed Instances); each invocation calls `handle` with it.
+///
+/// ```ignore
+/// shared::run(&init, shared::share(handler, |h, event| async move { h.handle(event).await })).await
+/// ```
+pub fn share<H, A, F, Fut, R, E>(
+    handler: H,
+    handle: F,
+) -> lambda_runtime::tower::util::ServiceFn<impl Fn(LambdaEvent<A>) -> Fut + Clone + Send + 'static>
+where
+    H: Send + Sync + 'static,
+    F: Fn(std::sync::Arc<H>, LambdaEvent<A>) -> Fut + Clone + Send + 'static,
+    Fut: Future<Output = Result<R, E>> + Send + 'static,
+{
+    let handler = std::sync::Arc::new(handler);
+    lambda_runtime::service_fn(move |event| handle(std::sync::Arc::clone(&handler), event))
+}
+
 /// An error and its sources on one line (the AWS SDK's own `Display` is terse:
 /// "dispatch failure" without the refused connection behind it).
 pub struct ErrorChain<'a>(pub &'a dyn std::error::Error);

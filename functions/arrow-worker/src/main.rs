@@ -12,8 +12,7 @@ use arrow_worker::config::{Config, Prewarm};
 use arrow_worker::dynamodb::DynamoTables;
 use arrow_worker::handler::Handler;
 use arrow_worker::s3::S3Objects;
-use lambda_runtime::{Error, service_fn};
-use std::sync::Arc;
+use lambda_runtime::Error;
 
 // This binary's allocator: `Mimalloc`, `Jemalloc`, `Snmalloc` or `System`
 // (with the same feature of `shared` in Cargo.toml; `System` needs none).
@@ -67,14 +66,11 @@ async fn main() -> Result<(), Error> {
         store.open_connections(readers).await;
     }
     // One handler per environment, shared by every invocation in flight
-    // (several at once on Lambda Managed Instances).
-    let handler = Arc::new(Handler::new(store, config, init.vcpus.workers, prewarm));
+    // (several at once on Lambda Managed Instances): `shared::share`.
+    let handler = Handler::new(store, config, init.vcpus.workers, prewarm);
     shared::run(
         &init,
-        service_fn(move |event| {
-            let handler = Arc::clone(&handler);
-            async move { handler.handle(event).await }
-        }),
+        shared::share(handler, |h, event| async move { h.handle(event).await }),
     )
     .await
 }

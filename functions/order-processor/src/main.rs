@@ -1,11 +1,9 @@
 //! Order processor: SQS batches of orders in, partial batch failures out.
 
 use aws_sdk_dynamodb::config::retry::RetryConfig;
-use lambda_runtime::service_fn;
 use order_processor::{
     config::Config, dynamodb::DynamoStore, handler::Handler, sqs::SqsDeadLetters,
 };
-use std::sync::Arc;
 
 // This binary's allocator: `Mimalloc`, `Jemalloc`, `Snmalloc` or `System`
 // (with the same feature of `shared` in Cargo.toml; `System` needs none).
@@ -37,14 +35,11 @@ async fn main() -> Result<(), lambda_runtime::Error> {
         &config.dead_letter_queue_url,
     );
     // One handler per environment, shared by every invocation in flight
-    // (several at once on Lambda Managed Instances).
-    let handler = Arc::new(Handler::new(store, dead_letters, &config));
+    // (several at once on Lambda Managed Instances): `shared::share`.
+    let handler = Handler::new(store, dead_letters, &config);
     shared::run(
         &init,
-        service_fn(move |event| {
-            let handler = Arc::clone(&handler);
-            async move { handler.handle(event).await }
-        }),
+        shared::share(handler, |h, event| async move { h.handle(event).await }),
     )
     .await
 }

@@ -1,8 +1,6 @@
 //! Password hasher: bcrypt hash and verify batches on the Rayon pool.
 
-use lambda_runtime::service_fn;
 use password_hasher::{calibration::Estimates, config::Config, handler::Handler};
-use std::sync::Arc;
 
 // This binary's allocator: `Mimalloc`, `Jemalloc`, `Snmalloc` or `System`
 // (with the same feature of `shared` in Cargo.toml; `System` needs none).
@@ -15,14 +13,11 @@ async fn main() -> Result<(), lambda_runtime::Error> {
     // invocation's deadline: a cautious prior, calibrated on the pool only
     // when the prior would refuse a request (calibration.rs).
     // One handler per environment, shared by every invocation in flight
-    // (several at once on Lambda Managed Instances).
-    let handler = Arc::new(Handler::new(init.clone(), config, Estimates::on_demand()));
+    // (several at once on Lambda Managed Instances): `shared::share`.
+    let handler = Handler::new(init.clone(), config, Estimates::on_demand());
     shared::run(
         &init,
-        service_fn(move |event| {
-            let handler = Arc::clone(&handler);
-            async move { handler.handle(event).await }
-        }),
+        shared::share(handler, |h, event| async move { h.handle(event).await }),
     )
     .await
 }
