@@ -10,8 +10,10 @@ use local_stack::local_aws::NO_SERVER;
 use local_stack::template::{Function, SqsSource, Template};
 pub use local_stack::workspace_root;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard, OnceLock};
+
+pub mod throttling_proxy;
 
 /// `template.yaml`, read.
 pub fn template() -> Template {
@@ -155,22 +157,52 @@ fn launch(
     (rie, declared(template, name, sqs), log)
 }
 
+/// Whether CPU and memory limits are enforced here; if not, one line says
+/// the test is skipped.
+pub fn limits_enforced() -> bool {
+    local_stack::cgroup::enforced()
+        .inspect_err(|why| eprintln!("skipped: limits are not enforced: {why}"))
+        .is_ok()
+}
+
 /// Assert that the function behind `emulator` has stayed within its memory
 /// limit so far: no out-of-memory kill in its cgroup, and the cgroup's peak
 /// (emulator and function) below the limit; both figures are printed, named
 /// `what`. Where limits are not enforced, one line says the check is skipped.
 pub fn assert_within_memory_limit(emulator: &Emulator, what: &str) {
+    assert_memory_within_limit(
+        what,
+        emulator.memory_limit_bytes(),
+        emulator.peak_memory_bytes(),
+        emulator.oom_kills(),
+    );
+}
+
+/// [`assert_within_memory_limit`] for the environments of `pool` (none
+/// serving).
+pub fn assert_pool_within_memory_limit(pool: &local_stack::pool::Pool, what: &str) {
+    assert_memory_within_limit(
+        what,
+        pool.memory_limit_bytes(),
+        pool.peak_memory_bytes(),
+        pool.oom_kills(),
+    );
+}
+
+/// The check of [`assert_within_memory_limit`] on a cgroup's figures: its
+/// memory `limit`, its `peak` and its out-of-memory `kills`.
+fn assert_memory_within_limit(
+    what: &str,
+    limit: Option<u64>,
+    peak: Option<u64>,
+    kills: Option<u64>,
+) {
     if let Err(why) = local_stack::cgroup::enforced() {
         eprintln!("{what}: memory check skipped: limits are not enforced: {why}");
         return;
     }
-    let limit = emulator
-        .memory_limit_bytes()
-        .unwrap_or_else(|| panic!("{what}: limits are enforced, yet no memory limit"));
-    let peak = emulator
-        .peak_memory_bytes()
-        .unwrap_or_else(|| panic!("{what}: the kernel keeps no peak memory figure"));
-    let kills = emulator.oom_kills();
+    let limit = limit.unwrap_or_else(|| panic!("{what}: limits are enforced, yet no memory limit"));
+    let peak = peak.unwrap_or_else(|| panic!("{what}: the kernel keeps no peak memory figure"));
     eprintln!(
         "{what}: peak memory {:.1} MiB of its {:.1} MiB limit; out-of-memory kills: {}",
         mib(peak),
@@ -185,6 +217,14 @@ pub fn assert_within_memory_limit(emulator: &Emulator, what: &str) {
         peak < limit,
         "{what}: peak memory {peak} bytes reached the limit {limit}"
     );
+}
+
+/// `mutex` locked, also after a panic of another thread that held it (a
+/// failed test still reports what it saw).
+pub fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// `bytes` in MiB, for messages.
@@ -340,6 +380,28 @@ pub fn invalid_bodies(rounds: u64) -> Vec<String> {
             "meant to be invalid: {}",
             &body[..body.len().min(80)]
         );
+    }
+    bodies
+}
+
+/// `valid` in a fixed shuffle (a stride coprime to its length), with the
+/// `invalid` bodies spread over the first `within` positions.
+pub fn mixed(valid: Vec<String>, invalid: &[String], within: usize) -> Vec<String> {
+    let n = valid.len();
+    let gcd = |mut a: usize, mut b: usize| {
+        while b != 0 {
+            (a, b) = (b, a % b);
+        }
+        a
+    };
+    let stride = [7, 11, 13, 17]
+        .into_iter()
+        .find(|s| gcd(*s, n) == 1)
+        .expect("a coprime stride");
+    let mut bodies: Vec<String> = (0..n).map(|i| valid[i * stride % n].clone()).collect();
+    let step = (within / invalid.len().max(1)).max(1);
+    for (i, bad) in invalid.iter().enumerate() {
+        bodies.insert((i * step).min(bodies.len()), bad.clone());
     }
     bodies
 }
@@ -616,6 +678,48 @@ pub async fn assert_reconciled(
         0,
         "order queue empty"
     );
+}
+
+/// Write `count` sample orders, their customers spread over `customers`, into
+/// the orders table, 25 per `BatchWriteItem`, 16 requests at a time.
+pub async fn write_orders(dynamodb: &LocalDynamoDb, count: u64, customers: u64) {
+    use aws_sdk_dynamodb::types::{PutRequest, WriteRequest};
+    use futures::StreamExt;
+    let client = dynamodb.server.client();
+    let batches: Vec<Vec<WriteRequest>> = (0..count)
+        .map(|n| {
+            let mut order = testkit::orders::order(n);
+            order.customer_id = format!("cust-{:06}", n % customers);
+            let valid = order_processor::order::validate(order).expect("a valid order");
+            let put = PutRequest::builder()
+                .set_item(Some(order_processor::dynamodb::item(&valid)))
+                .build()
+                .expect("put request");
+            WriteRequest::builder().put_request(put).build()
+        })
+        .collect::<Vec<_>>()
+        .chunks(25)
+        .map(<[WriteRequest]>::to_vec)
+        .collect();
+    futures::stream::iter(batches)
+        .for_each_concurrent(16, |mut batch| {
+            let client = client.clone();
+            async move {
+                while !batch.is_empty() {
+                    let output = client
+                        .batch_write_item()
+                        .request_items("OrdersTable", batch)
+                        .send()
+                        .await
+                        .expect("BatchWriteItem");
+                    batch = output
+                        .unprocessed_items
+                        .and_then(|mut tables| tables.remove("OrdersTable"))
+                        .unwrap_or_default();
+                }
+            }
+        })
+        .await;
 }
 
 /// moto as Step Functions and S3, with the template's buckets and state

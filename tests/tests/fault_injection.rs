@@ -25,9 +25,10 @@
 //! whose store fake panics on a chosen order; the event source mapping's
 //! handling of `batchItemFailures` by those in `tools/local-stack/src/event_source.rs`.
 
+use e2e::throttling_proxy::{BURST_EVERY, BURST_LENGTH, ThrottlingProxy};
 use e2e::{
     DataDir, LocalQueues, assert_reconciled, assert_within_memory_limit, invalid_bodies,
-    json_lines, order_source, servers, servers_env, start, template,
+    json_lines, lock, mixed, order_source, servers, servers_env, start, template,
 };
 use local_stack::dynamodb_local::DynamoDbLocal;
 use local_stack::elasticmq::{LocalQueue, depth, take_all};
@@ -38,10 +39,9 @@ use local_stack::process;
 use local_stack::template::SqsSource;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::io::{BufRead, BufReader, Write};
-use std::net::{Ipv4Addr, TcpListener, TcpStream};
+use std::net::{Ipv4Addr, TcpListener};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 use testkit::orders::body;
@@ -442,10 +442,6 @@ async fn dead_letter_bodies(queues: &LocalQueues, dead_letters: &LocalQueue) -> 
 
 const THROTTLED_VALID: u64 = 300;
 const THROTTLED_DUPLICATES: u64 = 20;
-/// Of every `BURST_EVERY` requests reaching the proxy, the first `BURST_LENGTH`
-/// are answered with a throttling error.
-const BURST_EVERY: usize = 50;
-const BURST_LENGTH: usize = 20;
 /// Throttling answers one order gets at most. With 8 attempts per delivery
 /// (`Backoff::default()`), a delivery fails only after 8 throttled attempts:
 /// at most one failed delivery per order, never `maxReceiveCount` (5).
@@ -459,7 +455,7 @@ async fn throttling_bursts_are_retried_and_every_order_is_stored_once() {
     let template = template();
     let source = order_source(&template);
     let (dynamodb, queues) = servers(&template, None, 2).await;
-    let proxy = ThrottlingProxy::start(dynamodb.server.port());
+    let proxy = ThrottlingProxy::start(dynamodb.server.port(), THROTTLES_PER_ORDER);
     let (orders, dead_letters, _) = queues.with_dead_letters(&source);
 
     let valid: Vec<String> = (0..THROTTLED_VALID)
@@ -470,8 +466,7 @@ async fn throttling_bursts_are_retried_and_every_order_is_stored_once() {
     let bodies = mixed(valid, &invalid, 60);
     queues.send_all(orders, &bodies).await;
 
-    let endpoint = proxy.endpoint();
-    let mut env = function_env(&[("AWS_ENDPOINT_URL_DYNAMODB", endpoint.as_str())]);
+    let mut env = proxy.env();
     env.extend(queues.env());
     let emulator = start("order-processor", &env);
     let ledger = Ledger::default();
@@ -484,9 +479,8 @@ async fn throttling_bursts_are_retried_and_every_order_is_stored_once() {
         )
         .await
         .unwrap_or_else(|e| panic!("{e}\n{}", emulator.logs()));
-    let stats = &proxy.stats;
-    let provisioned = stats.provisioned.load(Ordering::SeqCst);
-    let throttling = stats.throttling.load(Ordering::SeqCst);
+    let stats = proxy.stats();
+    let (provisioned, throttling) = (stats.provisioned(), stats.throttling());
     // The invalid bodies were dead-lettered on their first delivery.
     let failed_deliveries = totals.returned;
     let most = ledger.most_failures_of_one_valid_message();
@@ -497,7 +491,7 @@ async fn throttling_bursts_are_retried_and_every_order_is_stored_once() {
          retried within an invocation: {}; failed deliveries of valid orders: {failed_deliveries} \
          (most for one message: {most}); drained in {:.1} s, {:.1} s in all",
         bodies.len(),
-        stats.forwarded.load(Ordering::SeqCst),
+        stats.forwarded(),
         (provisioned + throttling).saturating_sub(failed_deliveries),
         drain_began.elapsed().as_secs_f64(),
         began.elapsed().as_secs_f64(),
@@ -516,7 +510,7 @@ async fn throttling_bursts_are_retried_and_every_order_is_stored_once() {
         provisioned > 0 && throttling > 0,
         "both kinds of throttling were answered"
     );
-    assert!(stats.forwarded.load(Ordering::SeqCst) >= THROTTLED_VALID as usize);
+    assert!(stats.forwarded() >= THROTTLED_VALID as usize);
     assert_eq!(totals.whole_batch_failures, 0, "{totals:?}");
     assert_eq!(ledger.invalid_failures(), 0);
     assert_eq!(failed_deliveries, ledger.valid_failures_total());
@@ -529,28 +523,6 @@ async fn throttling_bursts_are_retried_and_every_order_is_stored_once() {
 
 // ---------------------------------------------------------------- shared setup
 
-/// `valid` in a fixed shuffle (a stride coprime to its length), with the
-/// `invalid` bodies spread over the first `within` positions.
-fn mixed(valid: Vec<String>, invalid: &[String], within: usize) -> Vec<String> {
-    let n = valid.len();
-    let gcd = |mut a: usize, mut b: usize| {
-        while b != 0 {
-            (a, b) = (b, a % b);
-        }
-        a
-    };
-    let stride = [7, 11, 13, 17]
-        .into_iter()
-        .find(|s| gcd(*s, n) == 1)
-        .expect("a coprime stride");
-    let mut bodies: Vec<String> = (0..n).map(|i| valid[i * stride % n].clone()).collect();
-    let step = (within / invalid.len().max(1)).max(1);
-    for (i, bad) in invalid.iter().enumerate() {
-        bodies.insert((i * step).min(bodies.len()), bad.clone());
-    }
-    bodies
-}
-
 /// The message ids in an answer's `batchItemFailures`.
 fn failed_ids(answer: &Value) -> BTreeSet<String> {
     answer["batchItemFailures"]
@@ -562,12 +534,6 @@ fn failed_ids(answer: &Value) -> BTreeSet<String> {
                 .collect()
         })
         .unwrap_or_default()
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// Every answer of the function as the event source mapping saw it.
@@ -736,239 +702,4 @@ impl Drop for Outage {
             let _ = thread.join();
         }
     }
-}
-
-/// What the throttling proxy did.
-#[derive(Default)]
-struct ProxyStats {
-    /// Requests received.
-    requests: AtomicUsize,
-    /// Requests passed on to DynamoDB Local.
-    forwarded: AtomicUsize,
-    /// `ProvisionedThroughputExceededException` answers.
-    provisioned: AtomicUsize,
-    /// `ThrottlingException` answers.
-    throttling: AtomicUsize,
-    /// Throttling answers per `order_id`.
-    per_order: Mutex<HashMap<String, usize>>,
-}
-
-/// A loopback HTTP/1.1 proxy in front of DynamoDB Local (which never
-/// throttles) that answers `PutItem`s in bursts with DynamoDB's throttling
-/// errors, in the AWS JSON 1.0 protocol, and forwards everything else. One
-/// thread per connection; stopped (connections shut down) on drop.
-struct ThrottlingProxy {
-    port: u16,
-    stats: Arc<ProxyStats>,
-    stop: Arc<AtomicBool>,
-    clients: Arc<Mutex<Vec<TcpStream>>>,
-    accept: Option<JoinHandle<()>>,
-}
-
-impl ThrottlingProxy {
-    fn start(upstream: u16) -> Self {
-        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).expect("proxy listener");
-        listener.set_nonblocking(true).expect("non-blocking");
-        let port = listener.local_addr().expect("proxy address").port();
-        let stats = Arc::new(ProxyStats::default());
-        let stop = Arc::new(AtomicBool::new(false));
-        let clients: Arc<Mutex<Vec<TcpStream>>> = Arc::default();
-        let accept = {
-            let (stats, stop, clients) =
-                (Arc::clone(&stats), Arc::clone(&stop), Arc::clone(&clients));
-            std::thread::spawn(move || {
-                let mut connections = Vec::new();
-                while !stop.load(Ordering::SeqCst) {
-                    match listener.accept() {
-                        Ok((client, _)) => {
-                            let Ok(handle) = client.try_clone() else {
-                                continue;
-                            };
-                            lock(&clients).push(handle);
-                            let stats = Arc::clone(&stats);
-                            connections.push(std::thread::spawn(move || {
-                                let _ = serve(client, upstream, &stats);
-                            }));
-                        }
-                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                            std::thread::sleep(Duration::from_millis(2));
-                        }
-                        Err(_) => break,
-                    }
-                }
-                for connection in connections {
-                    let _ = connection.join();
-                }
-            })
-        };
-        Self {
-            port,
-            stats,
-            stop,
-            clients,
-            accept: Some(accept),
-        }
-    }
-
-    fn endpoint(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
-    }
-}
-
-impl Drop for ThrottlingProxy {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-        for client in lock(&self.clients).iter() {
-            let _ = client.shutdown(std::net::Shutdown::Both);
-        }
-        if let Some(accept) = self.accept.take() {
-            let _ = accept.join();
-        }
-    }
-}
-
-/// Answer the requests of one connection, in order.
-fn serve(client: TcpStream, upstream: u16, stats: &ProxyStats) -> std::io::Result<()> {
-    let mut requests = BufReader::new(client.try_clone()?);
-    let mut answers = client;
-    while let Some(request) = read_message(&mut requests)? {
-        let answer = match throttle(&request, stats) {
-            Some(body) => throttled(body),
-            None => {
-                stats.forwarded.fetch_add(1, Ordering::SeqCst);
-                forward(&request, upstream)?
-            }
-        };
-        answers.write_all(&answer)?;
-    }
-    Ok(())
-}
-
-/// The error body to answer `request` with, if it is a `PutItem` in a burst
-/// and its order has not had its share of throttling yet.
-fn throttle(request: &Message, stats: &ProxyStats) -> Option<String> {
-    let n = stats.requests.fetch_add(1, Ordering::SeqCst);
-    if n % BURST_EVERY >= BURST_LENGTH
-        || !request
-            .head
-            .to_ascii_lowercase()
-            .contains("x-amz-target: dynamodb_20120810.putitem")
-    {
-        return None;
-    }
-    let item: Value = serde_json::from_slice(&request.body).ok()?;
-    let order_id = item["Item"]["order_id"]["S"].as_str()?.to_owned();
-    let mut per_order = lock(&stats.per_order);
-    let count = per_order.entry(order_id).or_default();
-    if *count >= THROTTLES_PER_ORDER {
-        return None;
-    }
-    *count += 1;
-    let (kind, message, counter) = if n.is_multiple_of(2) {
-        (
-            "ProvisionedThroughputExceededException",
-            "The level of configured provisioned throughput for the table was exceeded.",
-            &stats.provisioned,
-        )
-    } else {
-        (
-            "ThrottlingException",
-            "Rate of requests exceeds the allowed throughput.",
-            &stats.throttling,
-        )
-    };
-    counter.fetch_add(1, Ordering::SeqCst);
-    Some(
-        serde_json::json!({
-            "__type": format!("com.amazonaws.dynamodb.v20120810#{kind}"),
-            "message": message,
-        })
-        .to_string(),
-    )
-}
-
-/// An HTTP 400 with a DynamoDB error body.
-fn throttled(body: String) -> Vec<u8> {
-    format!(
-        "HTTP/1.1 400 Bad Request\r\nContent-Type: application/x-amz-json-1.0\r\n\
-         x-amzn-RequestId: throttled\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
-    )
-    .into_bytes()
-}
-
-/// Send `request` to DynamoDB Local on a connection of its own; its answer.
-fn forward(request: &Message, upstream: u16) -> std::io::Result<Vec<u8>> {
-    let mut connection = TcpStream::connect((Ipv4Addr::LOCALHOST, upstream))?;
-    connection.write_all(&request.raw)?;
-    read_message(&mut BufReader::new(connection))?
-        .map(|answer| answer.raw)
-        .ok_or_else(|| std::io::Error::other("DynamoDB Local closed the connection"))
-}
-
-/// One HTTP/1.1 message: its bytes as received, its head, its body.
-struct Message {
-    raw: Vec<u8>,
-    head: String,
-    body: Vec<u8>,
-}
-
-/// The next message on `reader` (`None` at the end of the stream). The body
-/// is delimited by `Content-Length` or chunked transfer encoding.
-fn read_message(reader: &mut impl BufRead) -> std::io::Result<Option<Message>> {
-    let mut raw = Vec::new();
-    loop {
-        let before = raw.len();
-        if reader.read_until(b'\n', &mut raw)? == 0 {
-            return if raw.is_empty() {
-                Ok(None)
-            } else {
-                Err(std::io::Error::other("connection closed inside a head"))
-            };
-        }
-        if raw[before..] == *b"\r\n" {
-            break;
-        }
-    }
-    let head = String::from_utf8_lossy(&raw).into_owned();
-    let header = |name: &str| {
-        head.lines().find_map(|line| {
-            let (key, value) = line.split_once(':')?;
-            key.eq_ignore_ascii_case(name)
-                .then(|| value.trim().to_owned())
-        })
-    };
-    let mut body = Vec::new();
-    if header("transfer-encoding").is_some_and(|v| v.eq_ignore_ascii_case("chunked")) {
-        loop {
-            let mut line = Vec::new();
-            reader.read_until(b'\n', &mut line)?;
-            raw.extend_from_slice(&line);
-            let size = String::from_utf8_lossy(&line);
-            let size = size.split(';').next().unwrap_or_default().trim();
-            let size = usize::from_str_radix(size, 16).map_err(std::io::Error::other)?;
-            if size == 0 {
-                // Trailers, up to an empty line.
-                loop {
-                    let mut trailer = Vec::new();
-                    reader.read_until(b'\n', &mut trailer)?;
-                    raw.extend_from_slice(&trailer);
-                    if trailer.is_empty() || trailer == b"\r\n" {
-                        break;
-                    }
-                }
-                break;
-            }
-            let mut chunk = vec![0; size + 2];
-            reader.read_exact(&mut chunk)?;
-            raw.extend_from_slice(&chunk);
-            body.extend_from_slice(&chunk[..size]);
-        }
-    } else if let Some(length) = header("content-length") {
-        let length: usize = length.parse().map_err(std::io::Error::other)?;
-        body = vec![0; length];
-        reader.read_exact(&mut body)?;
-        raw.extend_from_slice(&body);
-    }
-    Ok(Some(Message { raw, head, body }))
 }

@@ -2,12 +2,29 @@
 //! --managed-instances` runs them: with the template's Managed Instances
 //! parameters one execution environment (one emulator, one runtime process,
 //! one cold start) serves up to `PerExecutionEnvironmentMaxConcurrency`
-//! invocations at once, invocations past them wait for a free slot, and the
-//! vCPUs the function detects follow its memory per vCPU, not the 1,769 MB
-//! rule of on-demand Lambda.
+//! invocations at once.
+//!
+//! - the password hasher: invocations past the maximum wait for a free slot
+//!   (`one_environment_serves_its_maximum_at_once_and_the_rest_wait`), the
+//!   vCPUs it detects follow its memory per vCPU, not the 1,769 MB rule of
+//!   on-demand Lambda (`its_vcpus_follow_the_memory_per_vcpu_not_the_1769_mb_rule`),
+//!   and requests interleaved at TRACE level leave no password in the log
+//!   (`interleaved_requests_leave_no_password_in_the_log`);
+//! - the order processor, 16 batches at once with duplicates among them:
+//!   every order stored once (`concurrent_batches_in_one_environment_store_every_order_once`),
+//!   also while a loopback proxy answers DynamoDB with bursts of throttling
+//!   errors (`throttling_bursts_under_concurrent_batches_store_every_order_once`);
+//! - the Arrow worker, rounds of more aggregations over 15,000 orders at once
+//!   than it serves: each answered correctly or refused `Busy` by its row
+//!   budget, none out of memory, the environment's peak below its limit
+//!   (`concurrent_large_aggregations_stay_within_the_environments_memory`,
+//!   skipped where limits are not enforced).
 
-use e2e::{json_lines, managed_pool, template};
+use e2e::throttling_proxy::{BURST_EVERY, BURST_LENGTH, ThrottlingProxy};
+use e2e::{assert_pool_within_memory_limit, json_lines, managed_pool, template};
 use local_stack::cgroup;
+use local_stack::emulator::OUT_OF_MEMORY;
+use local_stack::event_source::Totals;
 use local_stack::managed_instances::{LOCAL_PARAMETERS, ManagedInstances};
 use local_stack::pool::Pool;
 use local_stack::template::{Function, Template};
@@ -15,7 +32,7 @@ use serde_json::{Value, json};
 use std::collections::BTreeSet;
 use std::time::Instant;
 
-/// The function the tests run: it needs no AWS service.
+/// The function most tests run: it needs no AWS service.
 const HASHER: &str = "password-hasher";
 /// bcrypt's cost in the requests: each invocation takes long enough (tens of
 /// milliseconds) for the others to arrive while it runs.
@@ -28,14 +45,20 @@ fn on_managed_instances() -> Template {
         .unwrap_or_else(|e| panic!("{e}"))
 }
 
-/// The hasher as `template` declares it, and its Managed Instances settings.
-fn hasher(template: &Template) -> (Function, ManagedInstances) {
-    let function = template.function(HASHER).unwrap_or_else(|e| panic!("{e}"));
+/// The function `name` as `template` declares it, and its Managed Instances
+/// settings.
+fn managed(template: &Template, name: &str) -> (Function, ManagedInstances) {
+    let function = template.function(name).unwrap_or_else(|e| panic!("{e}"));
     let managed = template
         .managed_instances(&function)
         .unwrap_or_else(|e| panic!("{e}"))
-        .unwrap_or_else(|| panic!("{HASHER} runs on demand with {LOCAL_PARAMETERS:?}"));
+        .unwrap_or_else(|| panic!("{name} runs on demand with {LOCAL_PARAMETERS:?}"));
     (function, managed)
+}
+
+/// Its `PerExecutionEnvironmentMaxConcurrency`, as a count.
+fn most_at_once(managed: ManagedInstances) -> usize {
+    usize::try_from(managed.max_concurrency).expect("a small maximum")
 }
 
 fn hash_event(n: usize) -> String {
@@ -47,17 +70,29 @@ fn hash_event(n: usize) -> String {
     .to_string()
 }
 
-/// `n` hash requests sent to `pool` at once (released together by a
-/// barrier), each answered with its two hashes; the answers.
+/// `n` hash requests sent to `pool` at once, each answered with its two
+/// hashes; the answers.
 fn invoke_at_once(pool: &Pool, n: usize) -> Vec<Value> {
-    let start = std::sync::Barrier::new(n);
+    send_at_once(pool, (0..n).map(hash_event).collect())
+        .into_iter()
+        .inspect(|body| {
+            assert_eq!(body["hashes"].as_array().map(Vec::len), Some(2), "{body}");
+        })
+        .collect()
+}
+
+/// `events` sent to `pool` at once (released together by a barrier), each
+/// answered (HTTP 200, a function error included); the answers.
+fn send_at_once(pool: &Pool, events: Vec<String>) -> Vec<Value> {
+    let start = std::sync::Barrier::new(events.len());
     std::thread::scope(|s| {
-        let calls: Vec<_> = (0..n)
-            .map(|i| {
+        let calls: Vec<_> = events
+            .into_iter()
+            .map(|event| {
                 let start = &start;
                 s.spawn(move || {
                     start.wait();
-                    pool.invoke(hash_event(i))
+                    pool.invoke(event)
                 })
             })
             .collect();
@@ -69,9 +104,7 @@ fn invoke_at_once(pool: &Pool, n: usize) -> Vec<Value> {
                     .expect("thread")
                     .unwrap_or_else(|e| panic!("{e}\n{}", pool.logs()));
                 assert_eq!(answer.status, 200, "{}", answer.body);
-                let body = answer.json().expect("JSON");
-                assert_eq!(body["hashes"].as_array().map(Vec::len), Some(2), "{body}");
-                body
+                answer.json().expect("JSON")
             })
             .collect()
     })
@@ -106,8 +139,8 @@ fn runtimes(pids: &[u32]) -> Vec<u32> {
 #[test]
 fn one_environment_serves_its_maximum_at_once_and_the_rest_wait() {
     let template = on_managed_instances();
-    let (function, managed) = hasher(&template);
-    let most = usize::try_from(managed.max_concurrency).expect("a small maximum");
+    let (function, managed) = managed(&template, HASHER);
+    let most = most_at_once(managed);
     assert!(most >= 2, "{HASHER}: {managed}: nothing to serve at once");
     let pool = managed_pool(&template, HASHER, &[], None);
     // Two more than the maximum, all at once: the two wait for a slot.
@@ -168,7 +201,7 @@ fn its_vcpus_follow_the_memory_per_vcpu_not_the_1769_mb_rule() {
     // 2,048 MB, Managed Instances' smallest size: one vCPU at 2 GiB per vCPU,
     // 1.16 by the on-demand rule. Told apart on any machine.
     let template = on_managed_instances();
-    let (_, managed) = hasher(&template);
+    let (_, managed) = managed(&template, HASHER);
     let memory_mb = 1024 * managed.memory_gib_per_vcpu;
     let pool = managed_pool(&template, HASHER, &[], Some(memory_mb));
     let answer = &invoke_at_once(&pool, 1)[0];
@@ -209,6 +242,10 @@ fn assert_vcpus(vcpus: &Value, memory_mb: u32, managed: ManagedInstances) {
 /// Valid orders sent, and how many of them are sent a second time.
 const ORDERS: u64 = 240;
 const SENT_TWICE: u64 = 60;
+/// `OrderMaxConcurrency` here: the mapping's pollers, as many as the order
+/// processor's environment serves at once (its
+/// `PerExecutionEnvironmentMaxConcurrency`).
+const ORDER_POLLERS: &str = "16";
 
 /// The order path on one Managed Instances environment: ElasticMQ, the local
 /// event source mapping with as many pollers as the environment takes
@@ -219,24 +256,117 @@ const SENT_TWICE: u64 = 60;
 /// again, and one runtime process served it all.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_batches_in_one_environment_store_every_order_once() {
-    let template = on_managed_instances()
-        .with_parameters(&[("OrderMaxConcurrency", "16")])
-        .unwrap_or_else(|e| panic!("{e}"));
+    let template = with_order_pollers();
     let source = e2e::order_source(&template);
-    // A visibility timeout no batch reaches on a loaded machine: 16 batches
-    // share one vCPU here (the template's is 180 s).
-    let (dynamodb, queues) = e2e::servers(&template, None, 60).await;
+    let (dynamodb, queues) = e2e::servers(&template, None, VISIBILITY_S).await;
     let (orders, dead_letters, _) = queues.with_dead_letters(&source);
-    let mut bodies: Vec<String> = (0..ORDERS).map(testkit::orders::body).collect();
-    bodies.extend((0..SENT_TWICE).map(|n| testkit::orders::body(n * 4)));
-    // Each duplicate far from its twin: they land in different batches.
-    let mixed: Vec<String> = (0..bodies.len())
-        .map(|i| bodies[i * 7 % bodies.len()].clone())
-        .collect();
-    queues.send_all(orders, &mixed).await;
+    let bodies = orders_twice_in_flight(&[]);
+    queues.send_all(orders, &bodies).await;
 
     let env = e2e::servers_env(&dynamodb, &queues);
-    let pool = managed_pool(&template, "order-processor", &env, None);
+    let (totals, pool) = drain_in_one_environment(&template, &queues, &env);
+    e2e::assert_reconciled(
+        &dynamodb.server.client(),
+        &queues,
+        orders,
+        dead_letters,
+        0..ORDERS,
+        &[],
+    )
+    .await;
+    assert_eq!(totals.deleted, bodies.len());
+    assert_eq!(totals.returned, 0, "nothing delivered again");
+    assert_eq!(totals.whole_batch_failures, 0);
+    assert_served_at_once_by_one_process(&pool);
+}
+
+/// The same orders, with invalid bodies among them, while a proxy answers
+/// DynamoDB `PutItem`s with throttling errors in bursts ([`BURST_LENGTH`] of
+/// every [`BURST_EVERY`] requests), each order at most one attempt fewer than
+/// the handler makes per delivery.
+/// The 16 batches in flight share the environment's write budget and retry
+/// in it: every order stored exactly once, exactly the invalid bodies
+/// dead-lettered, nothing delivered again, the throttles answered, and
+/// still 8 batches or more in flight at once in one runtime process.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn throttling_bursts_under_concurrent_batches_store_every_order_once() {
+    let template = with_order_pollers();
+    let source = e2e::order_source(&template);
+    let (dynamodb, queues) = e2e::servers(&template, None, VISIBILITY_S).await;
+    let attempts = order_processor::retry::Backoff::default().max_attempts as usize;
+    let per_order = attempts - 1;
+    let proxy = ThrottlingProxy::start(dynamodb.server.port(), per_order);
+    let (orders, dead_letters, _) = queues.with_dead_letters(&source);
+    let invalid = e2e::invalid_bodies(1);
+    let bodies = orders_twice_in_flight(&invalid);
+    queues.send_all(orders, &bodies).await;
+
+    let mut env = proxy.env();
+    env.extend(queues.env());
+    let (totals, pool) = drain_in_one_environment(&template, &queues, &env);
+    let stats = proxy.stats();
+    eprintln!(
+        "throttling bursts ({BURST_LENGTH} of every {BURST_EVERY} requests, at most \
+         {per_order} per order): {} ProvisionedThroughputExceededException, {} \
+         ThrottlingException, {} requests forwarded",
+        stats.provisioned(),
+        stats.throttling(),
+        stats.forwarded()
+    );
+    e2e::assert_reconciled(
+        &dynamodb.server.client(),
+        &queues,
+        orders,
+        dead_letters,
+        0..ORDERS,
+        &invalid,
+    )
+    .await;
+    assert!(stats.throttled() > 0, "no request was throttled");
+    assert_eq!(totals.deleted, bodies.len());
+    assert_eq!(
+        totals.returned, 0,
+        "every throttle retried within its delivery"
+    );
+    assert_eq!(totals.whole_batch_failures, 0);
+    assert_served_at_once_by_one_process(&pool);
+}
+
+/// The local visibility timeout: one no batch reaches on a loaded machine
+/// (16 batches share one vCPU here; the template's is 180 s).
+const VISIBILITY_S: u32 = 60;
+
+/// [`on_managed_instances`] with [`ORDER_POLLERS`] as `OrderMaxConcurrency`.
+fn with_order_pollers() -> Template {
+    on_managed_instances()
+        .with_parameters(&[("OrderMaxConcurrency", ORDER_POLLERS)])
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// [`ORDERS`] sample orders, the first [`SENT_TWICE`] multiples of 4 a second
+/// time and `invalid` among them, in a fixed shuffle that puts each
+/// duplicate far from its twin: they land in different batches.
+fn orders_twice_in_flight(invalid: &[String]) -> Vec<String> {
+    let bodies: Vec<String> = (0..ORDERS)
+        .chain((0..SENT_TWICE).map(|n| n * 4))
+        .map(testkit::orders::body)
+        .collect();
+    let all = bodies.len() + invalid.len();
+    e2e::mixed(bodies, invalid, all)
+}
+
+/// Drain the order queue of `template` (its queues in `queues`) through one
+/// Managed Instances environment of the order processor, with `env` on top
+/// of the template's, by as many pollers as it takes invocations at once (at
+/// least 8): what the mapping counted, and the environment.
+fn drain_in_one_environment(
+    template: &Template,
+    queues: &e2e::LocalQueues,
+    env: &[(&str, &str)],
+) -> (Totals, Pool) {
+    let source = e2e::order_source(template);
+    let (orders, _, _) = queues.with_dead_letters(&source);
+    let pool = managed_pool(template, "order-processor", env, None);
     let pollers = local_stack::event_source::pollers(&source, pool.capacity());
     assert!(pollers >= 8, "{pollers} pollers");
     let invoke = |event: &str| pool.invoke(event);
@@ -253,25 +383,13 @@ async fn concurrent_batches_in_one_environment_store_every_order_once() {
     })
     .unwrap_or_else(|e| panic!("{e}\n{}", pool.logs()));
     eprintln!("{pollers} pollers, one environment: {totals:?}");
+    (totals, pool)
+}
 
-    e2e::assert_reconciled(
-        &dynamodb.server.client(),
-        &queues,
-        orders,
-        dead_letters,
-        0..ORDERS,
-        &[],
-    )
-    .await;
-    assert_eq!(totals.deleted, bodies.len());
-    assert_eq!(totals.returned, 0, "nothing delivered again");
-    assert_eq!(totals.whole_batch_failures, 0);
-    let logs = pool.logs();
-    assert!(
-        most_in_flight(&logs) >= 8,
-        "at most {} batches in flight at once",
-        most_in_flight(&logs)
-    );
+/// `pool` served 8 batches or more at once, all in one runtime process.
+fn assert_served_at_once_by_one_process(pool: &Pool) {
+    let most = most_in_flight(&pool.logs());
+    assert!(most >= 8, "at most {most} batches in flight at once");
     assert_eq!(runtimes(&pool.pids()).len(), 1, "one runtime process");
 }
 
@@ -280,8 +398,8 @@ async fn concurrent_batches_in_one_environment_store_every_order_once() {
 #[test]
 fn interleaved_requests_leave_no_password_in_the_log() {
     let template = on_managed_instances();
-    let (_, managed) = hasher(&template);
-    let most = usize::try_from(managed.max_concurrency).expect("a small maximum");
+    let (_, managed) = managed(&template, HASHER);
+    let most = most_at_once(managed);
     let env = [("AWS_LAMBDA_LOG_LEVEL", "TRACE")];
     let pool = managed_pool(&template, HASHER, &env, None);
     invoke_at_once(&pool, most * 2);
@@ -295,5 +413,113 @@ fn interleaved_requests_leave_no_password_in_the_log() {
         for secret in [format!("password {n}"), format!("another {n}")] {
             assert!(!logs.contains(&secret), "{secret:?} is in the log");
         }
+    }
+}
+
+/// The Arrow worker, and the orders it aggregates in DynamoDB Local, their
+/// customers each a group of every answer. Fewer orders than `memory_limit`'s
+/// 40,000: each aggregation scans them all, and DynamoDB Local's scans set
+/// this test's time.
+const ARROW: &str = "arrow-worker";
+const ARROW_ORDERS: u64 = 15_000;
+const ARROW_CUSTOMERS: u64 = 5_000;
+/// Rounds of more aggregations at once than the environment serves.
+const ROUNDS: usize = 2;
+
+/// The Arrow worker on one Managed Instances environment (the template's
+/// memory size and concurrency), [`ARROW_ORDERS`] orders in DynamoDB Local:
+/// rounds of two more aggregations by customer at once than the environment
+/// serves, each over every order. Each answer is the one a request alone
+/// gets, or `Busy` (the environment's row budget, `MAX_ROWS`, refuses what
+/// it cannot hold instead of allocating it); at least one is answered; no
+/// invocation ends out of memory, the environment is never replaced, and its
+/// cgroup's peak stays below its memory limit. Skipped where limits are not
+/// enforced.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_large_aggregations_stay_within_the_environments_memory() {
+    if !e2e::limits_enforced() {
+        return;
+    }
+    let began = Instant::now();
+    let template = on_managed_instances();
+    let (function, managed) = managed(&template, ARROW);
+    let dynamodb = e2e::LocalDynamoDb::start().await;
+    e2e::write_orders(&dynamodb, ARROW_ORDERS, ARROW_CUSTOMERS).await;
+    let pool = managed_pool(&template, ARROW, &dynamodb.env(), None);
+    let alone = aggregated_alone(&pool);
+    let at_once = most_at_once(managed) + 2;
+    let answers: Vec<Value> = (0..ROUNDS)
+        .flat_map(|_| send_at_once(&pool, vec![aggregation(); at_once]))
+        .collect();
+    let busy = busy_or_equal(&answers, &alone);
+    eprintln!(
+        "{ROUNDS} rounds of {at_once} aggregations of {ARROW_ORDERS} orders at once on \
+         {ARROW} ({managed}, {} MB): {} answered, {busy} Busy; {:.1} s in all",
+        function.memory_mb,
+        answers.len() - busy,
+        began.elapsed().as_secs_f64()
+    );
+    assert!(busy < answers.len(), "every request was refused Busy");
+    let logs = pool.logs();
+    assert!(!logs.contains(OUT_OF_MEMORY), "out of memory:\n{logs}");
+    assert_eq!(pool.started(), 1, "one environment, never replaced");
+    assert_pool_within_memory_limit(&pool, &format!("{ARROW} on Managed Instances"));
+}
+
+/// One aggregation by customer over every order, every group in the answer.
+fn aggregation() -> String {
+    json!({
+        "operation": "aggregate",
+        "query": { "group_by": "customer", "limit": arrow_worker::query::MAX_LIMIT },
+    })
+    .to_string()
+}
+
+/// The answer of [`aggregation`] alone in `pool`, checked against the orders
+/// written, without how its invocation went (`run`).
+fn aggregated_alone(pool: &Pool) -> Value {
+    let answer = send_at_once(pool, vec![aggregation()]).remove(0);
+    let groups = answer["groups"].as_array().map(Vec::len);
+    assert!(
+        answer["rows"]["scanned"] == ARROW_ORDERS
+            && groups == Some(ARROW_CUSTOMERS as usize)
+            && answer["groups_total"] == ARROW_CUSTOMERS,
+        "not an aggregate of {ARROW_ORDERS} orders by {ARROW_CUSTOMERS} customers: {}",
+        summary(&answer)
+    );
+    without_run(answer)
+}
+
+/// How many of `answers` are `Busy`; each of the others must be `alone`.
+fn busy_or_equal(answers: &[Value], alone: &Value) -> usize {
+    let busy = answers.iter().filter(|a| a["errorType"] == "Busy").count();
+    for answer in answers.iter().filter(|a| a["errorType"] != "Busy") {
+        assert!(
+            without_run(answer.clone()) == *alone,
+            "neither the answer alone nor Busy: {}",
+            summary(answer)
+        );
+    }
+    busy
+}
+
+/// `answer` without `run` (timings and pages: one invocation's own).
+fn without_run(mut answer: Value) -> Value {
+    if let Some(fields) = answer.as_object_mut() {
+        fields.remove("run");
+    }
+    answer
+}
+
+/// An answer in a line: its error, or its counts.
+fn summary(answer: &Value) -> String {
+    match answer.get("errorType") {
+        Some(kind) => format!("{kind}: {}", answer["errorMessage"]),
+        None => format!(
+            "rows {}, {} groups of {}",
+            answer["rows"],
+            answer["groups"].as_array().map_or(0, Vec::len),
+            answer["groups_total"]
+        ),
     }
 }

@@ -12,28 +12,18 @@
 //! Each is skipped, with a line that says so, where limits are not enforced.
 
 use arrow_worker::query::MAX_LIMIT;
-use aws_sdk_dynamodb::types::{PutRequest, WriteRequest};
 use e2e::{
-    LocalDynamoDb, assert_reconciled, assert_within_memory_limit, mib, order_source, servers,
-    servers_env, start, start_as, stored_hashes, template,
+    LocalDynamoDb, assert_reconciled, assert_within_memory_limit, limits_enforced, lock, mib,
+    order_source, servers, servers_env, start, start_as, stored_hashes, template, write_orders,
 };
-use futures::StreamExt;
-use local_stack::cgroup;
 use local_stack::elasticmq::depth;
 use local_stack::emulator::{Emulator, Invocation, OUT_OF_MEMORY};
 use local_stack::event_source::EventSource;
 use local_stack::template::Function;
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
-
-/// Whether limits are enforced here; if not, one line says the test is skipped.
-fn limits_enforced() -> bool {
-    cgroup::enforced()
-        .inspect_err(|why| eprintln!("skipped: limits are not enforced: {why}"))
-        .is_ok()
-}
 
 fn answer(invocation: &Invocation) -> Value {
     invocation
@@ -147,12 +137,6 @@ impl Batch {
             answer: answer.body.chars().take(200).collect(),
         }
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// The real order processor's handler, with a leak of [`LEAK_MIB`] per
@@ -298,46 +282,6 @@ fn assert_killed_batches_came_back(batches: &[Batch], kills: &[usize]) {
 const ARROW_ORDERS: u64 = 40_000;
 /// Their customers: each one a group of the aggregation, all in its answer.
 const ARROW_CUSTOMERS: u64 = 10_000;
-
-/// Write `count` sample orders, their customers spread over `customers`, into
-/// the orders table, 25 per `BatchWriteItem`, 16 requests at a time.
-async fn write_orders(dynamodb: &LocalDynamoDb, count: u64, customers: u64) {
-    let client = dynamodb.server.client();
-    let batches: Vec<Vec<WriteRequest>> = (0..count)
-        .map(|n| {
-            let mut order = testkit::orders::order(n);
-            order.customer_id = format!("cust-{:06}", n % customers);
-            let valid = order_processor::order::validate(order).expect("a valid order");
-            let put = PutRequest::builder()
-                .set_item(Some(order_processor::dynamodb::item(&valid)))
-                .build()
-                .expect("put request");
-            WriteRequest::builder().put_request(put).build()
-        })
-        .collect::<Vec<_>>()
-        .chunks(25)
-        .map(<[WriteRequest]>::to_vec)
-        .collect();
-    futures::stream::iter(batches)
-        .for_each_concurrent(16, |mut batch| {
-            let client = client.clone();
-            async move {
-                while !batch.is_empty() {
-                    let output = client
-                        .batch_write_item()
-                        .request_items("OrdersTable", batch)
-                        .send()
-                        .await
-                        .expect("BatchWriteItem");
-                    batch = output
-                        .unprocessed_items
-                        .and_then(|mut tables| tables.remove("OrdersTable"))
-                        .unwrap_or_default();
-                }
-            }
-        })
-        .await;
-}
 
 /// The Arrow worker at the template's memory size with its default arena:
 /// the pre-warm during init (provisioned concurrency), then one

@@ -311,6 +311,24 @@ impl Pool<Emulator> {
             .max()
     }
 
+    /// The lowest memory limit of the idle environments' cgroups, or `None`
+    /// where limits are not enforced.
+    pub fn memory_limit_bytes(&self) -> Option<u64> {
+        self.state()
+            .idle()
+            .filter_map(Emulator::memory_limit_bytes)
+            .min()
+    }
+
+    /// The out-of-memory kills in the idle environments' cgroups, summed, or
+    /// `None` where none counts them.
+    pub fn oom_kills(&self) -> Option<u64> {
+        self.state()
+            .idle()
+            .filter_map(Emulator::oom_kills)
+            .reduce(u64::saturating_add)
+    }
+
     /// Everything the idle environments printed, one after the other.
     pub fn logs(&self) -> String {
         self.state().idle().map(Emulator::logs).collect()
