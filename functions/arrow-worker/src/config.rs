@@ -26,14 +26,16 @@ pub enum Prewarm {
 
 /// The `PREWARM` setting: `auto` (the default) pre-faults during init when
 /// Lambda initialises ahead of traffic (`AWS_LAMBDA_INITIALIZATION_TYPE`
-/// `provisioned-concurrency` or `snap-start`) and not at all for on-demand
+/// `provisioned-concurrency`, `snap-start`, or `lambda-managed-instances`:
+/// Managed Instances start their environments before routing to them) and
+/// not at all for on-demand
 /// cold starts, where the caller waits for init and the first invocation
 /// both and a pre-warm only pays off for requests that touch the whole arena;
 /// `init`, `background` and `off` choose one way whatever the init type.
 fn prewarm(env: &dyn Env) -> Result<Prewarm, ConfigError> {
     let ahead_of_traffic = matches!(
         env.get("AWS_LAMBDA_INITIALIZATION_TYPE")?.as_deref(),
-        Some("provisioned-concurrency" | "snap-start")
+        Some("provisioned-concurrency" | "snap-start" | "lambda-managed-instances")
     );
     match env.get("PREWARM")?.as_deref().unwrap_or("auto") {
         "auto" if ahead_of_traffic => Ok(Prewarm::AtInit),
@@ -306,6 +308,10 @@ mod tests {
         assert_eq!(with("on-demand", "auto"), Ok(Prewarm::Off));
         assert_eq!(with("provisioned-concurrency", "auto"), Ok(Prewarm::AtInit));
         assert_eq!(with("snap-start", "auto"), Ok(Prewarm::AtInit));
+        assert_eq!(
+            with("lambda-managed-instances", "auto"),
+            Ok(Prewarm::AtInit)
+        );
         assert_eq!(with("on-demand", "init"), Ok(Prewarm::AtInit));
         assert_eq!(with("provisioned-concurrency", "off"), Ok(Prewarm::Off));
         assert_eq!(with("on-demand", "background"), Ok(Prewarm::Background));

@@ -4,7 +4,8 @@
 //! `cargo xtask lab power` measures only the memory sizes (power tuning) and
 //! replaces their part of an existing `BENCHMARKS.md`; `cargo xtask lab bcrypt`,
 //! `cargo xtask lab fan-out` and `cargo xtask lab first-invocation` do the same
-//! for the bcrypt, the fan-out and the first-invocation sections.
+//! for the bcrypt, the fan-out and the first-invocation sections, and
+//! `cargo xtask lab concurrency` for many requests in one environment.
 //! `cargo xtask lab --quick` runs the same code small on the suite's debug
 //! builds, writes into `target/lab-quick/`, and checks only what must hold
 //! everywhere (memory stays bounded, pre-warm removes most page faults, every
@@ -19,12 +20,13 @@
 //! programs; `stack` starts what the bootstraps run against (DynamoDB Local
 //! with the orders, cold starts under the emulator); `memory`, `prewarm`,
 //! `bcrypt`, `cold_start`, `tuning` (with `power`, the prices and the model),
-//! `fan_out`, `first_invocation` and `tls` (the TLS client's cold cost,
+//! `fan_out`, `first_invocation`, `concurrency` and `tls` (the TLS client's cold cost,
 //! reported with it) measure, at a `scale`, summarised by `stats`; `machine`
 //! says where; `report` and `plot` write it down.
 
 mod bcrypt;
 mod cold_start;
+mod concurrency;
 mod fan_out;
 mod first_invocation;
 mod machine;
@@ -64,7 +66,11 @@ fn main() -> ExitCode {
         ["bcrypt"] => one_section::bcrypt_only(),
         ["fan-out"] => one_section::fan_out_only(),
         ["first-invocation"] => one_section::first_invocation_only(),
-        _ => Err("usage: lab [--quick | power | bcrypt | fan-out | first-invocation]".to_owned()),
+        ["concurrency"] => one_section::concurrency_only(),
+        _ => Err(
+            "usage: lab [--quick | power | bcrypt | fan-out | first-invocation | concurrency]"
+                .to_owned(),
+        ),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,8 +1,8 @@
-//! `cargo xtask lab power | bcrypt | fan-out | first-invocation`: measure one
+//! `cargo xtask lab power | bcrypt | fan-out | first-invocation | concurrency`: measure one
 //! section and replace its part of an existing `BENCHMARKS.md`.
 
 use crate::scale::Scale;
-use crate::{bcrypt, fan_out, first_invocation, machine, probes, report, tuning};
+use crate::{bcrypt, concurrency, fan_out, first_invocation, machine, probes, report, tuning};
 use indicatif::{ProgressBar, ProgressStyle};
 use local_stack::workspace_root;
 use std::time::Duration;
@@ -96,4 +96,22 @@ pub fn first_invocation_only() -> Result<(), String> {
         workspace_root().join("BENCHMARKS.md").display()
     );
     first_invocation::check(&measured)
+}
+
+/// `lab concurrency`: measure many requests in one environment only (the
+/// probes with every allocator) and replace its section in `BENCHMARKS.md`.
+pub fn concurrency_only() -> Result<(), String> {
+    let machine = machine::Machine::here();
+    report::concurrency_rewritable(&workspace_root())?;
+    let bar = spinner()?;
+    let tick = |message: &str| bar.set_message(message.to_owned());
+    let probes = probes::Probes::optimised(&probes::ALLOCATORS, &tick)?;
+    let measured = concurrency::measure(&probes, Scale::Full, &tick)?;
+    bar.finish_and_clear();
+    report::rewrite_concurrency(&workspace_root(), &Ok(measured.clone()), &machine)?;
+    println!(
+        "lab: wrote the many-requests section into {}",
+        workspace_root().join("BENCHMARKS.md").display()
+    );
+    concurrency::check_flat(&measured)
 }

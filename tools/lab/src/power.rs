@@ -19,6 +19,54 @@ pub const X86_64_GB_SECOND: f64 = 0.000_016_666_7;
 pub const ARM64_GB_SECOND: f64 = 0.000_013_333_4;
 /// Lambda price per million requests.
 pub const PER_MILLION_REQUESTS: f64 = 0.20;
+/// Lambda Managed Instances: the management fee on top of the EC2 on-demand
+/// instance price (15%; the request charge is [`PER_MILLION_REQUESTS`] as on
+/// demand), from aws.amazon.com/lambda/pricing as read on [`MANAGED_PRICES_READ`].
+pub const MANAGED_FEE: f64 = 0.15;
+/// When the Managed Instances prices here were read.
+pub const MANAGED_PRICES_READ: &str = "2026-09-20";
+/// An EC2 instance Lambda Managed Instances may run an environment on.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Instance {
+    pub name: &'static str,
+    /// GiB of memory per vCPU: the `ExecutionEnvironmentMemoryGiBPerVCpu` it serves.
+    pub memory_gib_per_vcpu: u32,
+    pub vcpus: u32,
+    /// EC2 on-demand dollars per hour (us-east-1, Linux, x86_64).
+    pub per_hour: f64,
+}
+/// The current-generation x86_64 instance of each memory per vCPU (compute,
+/// general purpose, memory optimised), on-demand in us-east-1.
+pub const INSTANCES: [Instance; 3] = [
+    Instance {
+        name: "c7i.xlarge",
+        memory_gib_per_vcpu: 2,
+        vcpus: 4,
+        per_hour: 0.1785,
+    },
+    Instance {
+        name: "m7i.xlarge",
+        memory_gib_per_vcpu: 4,
+        vcpus: 4,
+        per_hour: 0.2016,
+    },
+    Instance {
+        name: "r7i.xlarge",
+        memory_gib_per_vcpu: 8,
+        vcpus: 4,
+        per_hour: 0.2646,
+    },
+];
+
+/// Dollars per million requests on Lambda Managed Instances for an
+/// environment of `vcpus` on `instance` serving `per_second` requests
+/// without a pause: its share of the instance and the fee, plus the request
+/// charge. (Lambda keeps at least three instances: less traffic costs more.)
+pub fn managed_cost_per_million(instance: &Instance, vcpus: f64, per_second: f64) -> f64 {
+    let per_hour = instance.per_hour / f64::from(instance.vcpus) * vcpus * (1.0 + MANAGED_FEE);
+    1e6 * per_hour / 3600.0 / per_second.max(f64::EPSILON) + PER_MILLION_REQUESTS
+}
+
 /// The memory sizes tried: the range the 1,769 MB rule covers (Lambda's up to
 /// 10,240 MB; above, only Managed Instances, priced and sized otherwise), with
 /// the whole-vCPU steps.
@@ -284,5 +332,23 @@ mod tests {
         assert_eq!(Model::fit(&[(1.0, 5.0)]), None);
         assert_eq!(Model::fit(&[(2.0, 5.0), (2.0, 6.0)]), None);
         assert_eq!(Model::fit(&[]), None);
+    }
+
+    #[test]
+    fn managed_instances_cost_is_the_environments_share_of_the_instance_and_the_fee() {
+        let c7i = INSTANCES[0];
+        // One of its four vCPUs: $0.1785 / 4 x 1.15 an hour, for 100 requests a second.
+        let per_hour = 0.1785 / 4.0 * 1.15;
+        let expected = 1e6 * per_hour / 3600.0 / 100.0 + PER_MILLION_REQUESTS;
+        assert!((managed_cost_per_million(&c7i, 1.0, 100.0) - expected).abs() < 1e-9);
+        // Twice the throughput, the instance part halves; twice the vCPUs, it doubles.
+        let part = |vcpus, per_second| {
+            managed_cost_per_million(&c7i, vcpus, per_second) - PER_MILLION_REQUESTS
+        };
+        assert!((part(1.0, 200.0) * 2.0 - part(1.0, 100.0)).abs() < 1e-9);
+        assert!((part(2.0, 100.0) - 2.0 * part(1.0, 100.0)).abs() < 1e-9);
+        // One instance per memory per vCPU Lambda allows.
+        let ratios: Vec<u32> = INSTANCES.iter().map(|i| i.memory_gib_per_vcpu).collect();
+        assert_eq!(ratios, local_stack::managed_instances::MEMORY_GIB_PER_VCPU);
     }
 }

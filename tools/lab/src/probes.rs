@@ -2,8 +2,9 @@
 //! functions' real code and print one JSON line. Built once per allocator, so
 //! every allocator runs the same code.
 
+use local_stack::cgroup::Cgroup;
 use local_stack::{tools, workspace_root};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
 /// The allocators a function can declare (the probes' cargo features).
@@ -11,8 +12,9 @@ pub const ALLOCATORS: [&str; 4] = ["system", "mimalloc", "jemalloc", "snmalloc"]
 /// The package of the probes.
 const PACKAGE: &str = "lab-probes";
 /// The probes, one per function.
-const PROBES: [&str; 5] = [
+const PROBES: [&str; 6] = [
     "lab_orders",
+    "lab_concurrency",
     "lab_prewarm",
     "lab_bcrypt",
     "lab_hello",
@@ -98,17 +100,31 @@ impl Probes {
         args: &[String],
         env: &[(&str, &str)],
     ) -> Result<serde_json::Value, String> {
-        run_json(&self.path(allocator, probe)?, args, env)
+        run_json(Command::new(self.path(allocator, probe)?), args, env)
+    }
+
+    /// [`Probes::run`] inside `cgroup` (its CPU quota and memory limit from
+    /// the probe's first instruction), or without limits if `None`.
+    pub fn run_in(
+        &self,
+        cgroup: Option<&Cgroup>,
+        allocator: &str,
+        probe: &str,
+        args: &[String],
+        env: &[(&str, &str)],
+    ) -> Result<serde_json::Value, String> {
+        let program = self.path(allocator, probe)?;
+        let command = cgroup.map_or_else(|| Command::new(&program), |c| c.command(&program));
+        run_json(command, args, env)
     }
 }
 
-/// Run `program` and parse the last line of its output as JSON.
+/// Run `command` and parse the last line of its output as JSON.
 fn run_json(
-    program: &Path,
+    mut command: Command,
     args: &[String],
     env: &[(&str, &str)],
 ) -> Result<serde_json::Value, String> {
-    let mut command = Command::new(program);
     command
         .args(args)
         .envs(env.iter().copied())

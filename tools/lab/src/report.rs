@@ -1,12 +1,17 @@
 //! `BENCHMARKS.md` and its plots, written from one lab run's measurements.
 
 mod bcrypt;
+mod concurrency;
 mod fan_out;
 mod first_invocation;
 mod power;
 mod splice;
 
 pub use bcrypt::{rewritable as bcrypt_rewritable, rewrite as rewrite_bcrypt};
+pub use concurrency::{
+    Measurement as ConcurrencyMeasurement, rewritable as concurrency_rewritable,
+    rewrite as rewrite_concurrency,
+};
 pub use fan_out::{FanOut, rewritable as fan_out_rewritable, rewrite as rewrite_fan_out};
 pub use first_invocation::{
     rewritable as first_invocation_rewritable, rewrite as rewrite_first_invocation,
@@ -73,6 +78,11 @@ pub fn write(dir: &Path, results: &Results) -> Result<(), String> {
         &results.first_invocation,
         &results.machine,
     ));
+    md.push_str(&concurrency::section(
+        dir,
+        &results.concurrency,
+        &results.machine,
+    )?);
     let path = dir.join("BENCHMARKS.md");
     std::fs::write(&path, md).map_err(|e| format!("{}: {e}", path.display()))
 }

@@ -3,7 +3,8 @@
 
 use crate::scale::Scale;
 use crate::{
-    bcrypt, cold_start, fan_out, first_invocation, machine, memory, prewarm, probes, report, tuning,
+    bcrypt, cold_start, concurrency, fan_out, first_invocation, machine, memory, prewarm, probes,
+    report, tuning,
 };
 use indicatif::{ProgressBar, ProgressStyle};
 use local_stack::workspace_root;
@@ -25,6 +26,8 @@ pub struct Results {
     pub fan_out: report::FanOut,
     /// The first invocation against the steady state, or why not.
     pub first_invocation: Result<first_invocation::FirstInvocation, String>,
+    /// Many requests in one environment.
+    pub concurrency: report::ConcurrencyMeasurement,
 }
 
 /// Run the lab at `scale`, write the report, then fail if a property broke.
@@ -111,7 +114,9 @@ fn measure(
         )),
         Ok(()) => Ok(first_invocation::measure(scale, &probes, tick)?),
     };
+    let concurrency = Ok(concurrency::measure(&probes, scale, tick)?);
     Ok(Results {
+        concurrency,
         power,
         fan_out,
         first_invocation,
@@ -145,6 +150,12 @@ fn check(results: &Results) -> Result<(), String> {
         first_invocation::check(measured)?;
         println!(
             "lab: first invocation: no request opens a connection, and the pre-warm never makes it slower than none"
+        );
+    }
+    if let Ok(measured) = &results.concurrency {
+        concurrency::check_flat(measured)?;
+        println!(
+            "lab: many requests in one environment: RSS flat once warm, every request answered or Busy"
         );
     }
     Ok(())

@@ -88,6 +88,13 @@ fn capped(share: u64, cores: usize) -> Quota {
     }
 }
 
+/// `sh -c` script for [`Cgroup::command`]: each `cgroup.procs` file to join,
+/// `--`, then the command to become.
+const JOIN_THEN_EXEC: &str = r#"set -e
+while [ "$1" != -- ]; do echo $$ > "$1"; shift; done
+shift
+exec "$@""#;
+
 /// Cgroup directories this process created and has not removed yet.
 static LIVE: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 
@@ -238,6 +245,19 @@ impl Cgroup {
         self.dirs
             .iter()
             .try_for_each(|dir| write(&dir.join("cgroup.procs"), &pid.to_string()))
+    }
+
+    /// A command that runs `program` inside the cgroup from its first
+    /// instruction: a shell joins it, then becomes `program` (same pid), so
+    /// what `program` reads at start (its CPU quota) is the cgroup's.
+    pub fn command(&self, program: &Path) -> std::process::Command {
+        let mut command = std::process::Command::new("sh");
+        command.args(["-c", JOIN_THEN_EXEC, "sh"]);
+        for dir in &self.dirs {
+            command.arg(dir.join("cgroup.procs"));
+        }
+        command.arg("--").arg(program);
+        command
     }
 
     /// The cgroup's directories (one per v1 controller, one in v2).

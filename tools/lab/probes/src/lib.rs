@@ -1,6 +1,8 @@
 //! What the lab's probes (`examples/`) and the pre-warm fault test share: the
-//! first-invocation trial of the Arrow worker and the bcrypt yardstick.
+//! first-invocation trial of the Arrow worker, the bcrypt yardstick, and many
+//! invocations at once in one process.
 
+pub mod concurrency;
 pub mod trial;
 pub mod yardstick;
 

@@ -118,7 +118,9 @@ fn intro(md: &mut String, curves: &[Curve], machine: &Machine) {
          waiting for DynamoDB). Cost per million invocations: Lambda ms rounded up to whole ms x GB x \
          the price (x86_64 ${} and arm64 ${} per GB-second) + ${:.2} for the requests; the arm64 column prices \
          the same duration (Graviton is not measured here). DynamoDB Local runs on the same machine, outside \
-         the quota. On a busy machine the figures are noisy; the shape of each curve is what to read.\n",
+         the quota. On a busy machine the figures are noisy; the shape of each curve is what to read. On \
+         Lambda Managed Instances a function is billed per instance, not per millisecond: section 8 gives \
+         each function's cost per million requests there beside its on-demand cost.\n",
         power::X86_64_GB_SECOND,
         power::ARM64_GB_SECOND,
         power::PER_MILLION_REQUESTS
