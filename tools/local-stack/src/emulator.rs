@@ -445,13 +445,7 @@ impl Emulator {
     /// The logs once `done` holds for them, or as they are after 5 s (the
     /// emulator writes an invocation's `REPORT` line just after it answers).
     pub fn logs_when(&self, done: impl Fn(&str) -> bool) -> String {
-        let deadline = std::time::Instant::now() + Duration::from_secs(5);
-        let mut logs = self.logs();
-        while !done(&logs) && std::time::Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(20));
-            logs = self.logs();
-        }
-        logs
+        logs_when(|| self.logs(), done)
     }
 
     /// The init duration the emulator reported for the cold start, in ms
@@ -530,6 +524,17 @@ mount -t tmpfs -o size=64k,mode=0755 local-stack-task /var/task
 : > /var/task/bootstrap
 mount --bind "$bootstrap" /var/task/bootstrap
 exec "$@""#;
+
+/// What `read` returns once `done` holds for it, or after 5 s.
+pub fn logs_when(read: impl Fn() -> String, done: impl Fn(&str) -> bool) -> String {
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    let mut logs = read();
+    while !done(&logs) && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+        logs = read();
+    }
+    logs
+}
 
 /// The log file at `log`, opened twice for appending (stdout, stderr), so
 /// that lines written here land after the emulator's, never over them.

@@ -334,6 +334,13 @@ impl Pool<Emulator> {
         self.state().idle().map(Emulator::logs).collect()
     }
 
+    /// [`Pool::logs`] once `done` holds for them, or as they are after 5 s:
+    /// a function's own lines reach the log through a pipe of their own, so
+    /// the last may land just after the emulator's answer.
+    pub fn logs_when(&self, done: impl Fn(&str) -> bool) -> String {
+        crate::emulator::logs_when(|| self.logs(), done)
+    }
+
     /// The process ids of the idle environments' emulators.
     pub fn pids(&self) -> Vec<u32> {
         self.state().idle().map(Emulator::pid).collect()
