@@ -6,7 +6,7 @@
 //! on-demand share, for the cost beside it. And the property every
 //! configuration must keep: RSS stays flat once a level is warm.
 
-use crate::probes::Probes;
+use crate::probes::{self, Probes};
 use crate::scale::Scale;
 use local_stack::cgroup::{self, Cgroup};
 use local_stack::managed_instances::{LOCAL_PARAMETERS, ManagedInstances};
@@ -152,9 +152,8 @@ fn rows(scale: Scale) -> (&'static str, String) {
 /// Measure every function with every allocator in `probes`, at `scale`.
 pub fn measure(probes: &Probes, scale: Scale, tick: &dyn Fn(&str)) -> Result<Concurrency, String> {
     let limits = cgroup::enforced();
-    let managed = Template::load(&workspace_root().join("template.yaml"))?
-        .with_parameters(&LOCAL_PARAMETERS)?;
     let on_demand = Template::load(&workspace_root().join("template.yaml"))?;
+    let managed = on_demand.clone().with_parameters(&LOCAL_PARAMETERS)?;
     let mut functions = Vec::new();
     for workload in WORKLOADS {
         let function = managed.function(workload.binary)?;
@@ -266,11 +265,7 @@ fn probe(
     env.extend([
         ("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", memory.as_str()),
         ("STORE_MS", store_ms.as_str()),
-        // Checked, never used: the probe keeps dead letters in memory.
-        (
-            "DEAD_LETTER_QUEUE_URL",
-            "https://sqs.us-east-1.amazonaws.com/123456789012/OrdersDeadLetterQueue",
-        ),
+        ("DEAD_LETTER_QUEUE_URL", probes::DEAD_LETTER_QUEUE_URL),
     ]);
     env.extend(extra.iter().map(|(k, v)| (*k, v.as_str())));
     let (warm_up, levels) = match plan {

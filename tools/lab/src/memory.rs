@@ -132,10 +132,9 @@ pub fn measure(
     let capacity = pattern.cache_capacity.to_string();
     let env = [
         ("TABLE_NAME", "orders"),
-        // Checked, never used: the probe keeps dead letters in memory.
         (
             "DEAD_LETTER_QUEUE_URL",
-            "https://sqs.us-east-1.amazonaws.com/123456789012/OrdersDeadLetterQueue",
+            super::probes::DEAD_LETTER_QUEUE_URL,
         ),
         ("CACHE_CAPACITY", capacity.as_str()),
         ("MEMORY_RETURN", "prompt"),

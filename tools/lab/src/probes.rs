@@ -9,6 +9,10 @@ use std::process::Command;
 
 /// The allocators a function can declare (the probes' cargo features).
 pub const ALLOCATORS: [&str; 4] = ["system", "mimalloc", "jemalloc", "snmalloc"];
+/// The order processor's `DEAD_LETTER_QUEUE_URL` in the probes: checked at
+/// cold start, never called (the probes keep dead letters in memory).
+pub const DEAD_LETTER_QUEUE_URL: &str =
+    "https://sqs.us-east-1.amazonaws.com/123456789012/OrdersDeadLetterQueue";
 /// The package of the probes.
 const PACKAGE: &str = "lab-probes";
 /// The probes, one per function.

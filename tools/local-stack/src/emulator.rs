@@ -185,18 +185,18 @@ impl Emulator {
         let api_port = free_port().map_err(|e| format!("free port: {e}"))?;
         std::fs::File::create(log).map_err(|e| format!("{}: {e}", log.display()))?;
         let (out, err) = appending(log)?;
-        let mut command = Command::new("unshare");
+        // In the cgroup from the first instruction, then in the namespace.
+        let unshare = Path::new("unshare");
+        let mut command = cgroup
+            .as_ref()
+            .map_or_else(|| Command::new(unshare), |c| c.command(unshare));
         command
             .args(["--mount", "--propagation", "private", "--", "sh", "-c"])
             .arg(IN_NAMESPACE)
             .arg("sh")
             .arg(&bootstrap);
-        for dir in cgroup.iter().flat_map(Cgroup::dirs) {
-            command.arg(dir.join("cgroup.procs"));
-        }
         let max_concurrency = managed.max_concurrency.to_string();
         command
-            .arg("--")
             .arg(rie)
             .arg("--runtime-interface-emulator-address")
             .arg(format!("127.0.0.1:{port}"))
@@ -511,14 +511,12 @@ fn report_end(log: &[u8], request_id: Option<&str>) -> Option<usize> {
 }
 
 /// The shell a Managed Instances emulator starts through, inside its new
-/// mount namespace: `$1` is the bootstrap, then each `cgroup.procs` file to
-/// join, `--`, and the emulator's command. It joins the cgroups, mounts a
-/// small tmpfs on `/var/task` (seen only in the namespace) holding the
-/// bootstrap, and becomes the emulator (same pid).
+/// mount namespace (already in its cgroup: [`Cgroup::command`]): `$1` is the
+/// bootstrap, then the emulator's command. It mounts a small tmpfs on
+/// `/var/task` (seen only in the namespace) holding the bootstrap, and
+/// becomes the emulator (same pid).
 const IN_NAMESPACE: &str = r#"set -e
 bootstrap=$1
-shift
-while [ "$1" != -- ]; do echo $$ > "$1"; shift; done
 shift
 mount -t tmpfs -o size=64k,mode=0755 local-stack-task /var/task
 : > /var/task/bootstrap

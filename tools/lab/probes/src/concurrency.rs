@@ -6,7 +6,7 @@ use arrow_worker::config::Config as ArrowConfig;
 use lambda_runtime::{Context, Diagnostic, LambdaEvent};
 use order_processor::config::Config as OrdersConfig;
 use serde_json::{Value, json};
-use shared::config::Env;
+use shared::config::{Env, number_or};
 use shared::invocation::Deadline;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -35,22 +35,13 @@ pub enum Work {
     Arrow(arrow_worker::handler::Handler<MemoryStore>, Value),
 }
 
-/// A number read from the environment, or `default`.
-fn number(env: &dyn Env, name: &'static str, default: u64) -> Result<u64, String> {
-    match env.get(name).map_err(text)? {
-        None => Ok(default),
-        Some(v) => v
-            .parse()
-            .map_err(|_| format!("{name}={v:?}: expected a number")),
-    }
-}
-
 impl Work {
     /// Cold start `function` as its `main` does, with settings from `env`
     /// (and the probe's own: `STORE_MS`, the store's answer time, and `ROWS`,
     /// the Arrow worker's table); with the CPU share it detected.
     pub fn start(function: &str, env: &dyn Env) -> Result<(Arc<Self>, f64), String> {
-        let store_time = Duration::from_millis(number(env, "STORE_MS", 5)?);
+        let store_time =
+            Duration::from_millis(number_or(env, "STORE_MS", 5, 0..=10_000).map_err(text)?);
         let (work, init) = match function {
             "orders" => {
                 let (init, config) = shared::start(env, OrdersConfig::from_env).map_err(text)?;
@@ -72,7 +63,8 @@ impl Work {
             }
             "arrow" => {
                 let (init, config) = shared::start(env, ArrowConfig::from_env).map_err(text)?;
-                let rows = usize::try_from(number(env, "ROWS", 20_000)?).map_err(text)?;
+                let rows = number_or(env, "ROWS", 20_000, 1..=10_000_000).map_err(text)?;
+                let rows = usize::try_from(rows).map_err(text)?;
                 let items = testkit::arrow::items(rows, (rows as u64 / 8).max(1), 7);
                 let store = MemoryStore::new(items, PAGE).with_page_latency(store_time);
                 let workers = init.vcpus.workers;
