@@ -184,6 +184,7 @@ where
             xray_trace_id = req.context.xray_trace_id.as_deref(),
             cold_start
         );
+        crate::traces::continue_trace(&span, req.context.xray_trace_id.as_deref());
         let future = {
             let _entered = span.enter();
             if cold_start {

@@ -43,6 +43,7 @@ pub mod memory;
 pub mod metrics;
 pub mod orders;
 pub mod pool;
+pub mod traces;
 pub mod vcpus;
 
 use config::{ConfigError, Env, ProcessEnv};
@@ -61,6 +62,7 @@ pub const SETTINGS: &[&str] = &[
     "RUST_LOG",
     "OPEN_CONNECTIONS_AT_INIT",
     concurrency::MAX_CONCURRENCY_VAR,
+    traces::TRACING_VAR,
 ];
 
 /// What cold start decided, for the handler and its responses.
@@ -127,6 +129,8 @@ pub enum InitError {
     /// Logging could not be installed.
     #[error(transparent)]
     Logging(#[from] logging::AlreadyInitialised),
+    #[error("tracing: cannot open the socket to the X-Ray daemon: {0}")]
+    Traces(std::io::Error),
     /// One of the function's own settings (read by the reader handed to
     /// [`start`]) cannot be used. The message is that error's `Display`, on
     /// one line.
@@ -163,6 +167,7 @@ pub fn start<C, E: std::fmt::Display>(
     settings: impl FnOnce(&dyn Env) -> Result<C, E>,
 ) -> Result<(Init, C), InitError> {
     let log_settings = logging::Settings::from_env(env)?;
+    let trace_settings = traces::Settings::from_env(env)?;
     let Init {
         vcpus,
         policy,
@@ -175,7 +180,8 @@ pub fn start<C, E: std::fmt::Display>(
     let config = settings(env)
         .map_err(|e| InitError::Function(e.to_string().lines().collect::<Vec<_>>().join(" ")))?;
 
-    logging::init(&log_settings)?;
+    let traces = traces::layer(trace_settings, env).map_err(InitError::Traces)?;
+    logging::init(&log_settings, traces)?;
     let applied = allocator::apply(policy).map_err(InitError::Allocator)?;
     pool::build_global(vcpus.workers)?;
     tracing::info!(
@@ -189,6 +195,7 @@ pub fn start<C, E: std::fmt::Display>(
         memory_return = %policy,
         allocator_settings = %applied,
         concurrency = %concurrency,
+        tracing = trace_settings != traces::Settings::Off,
         init_ms = started.elapsed().as_secs_f64() * 1000.0,
         "shared init done"
     );
@@ -241,6 +248,8 @@ where
     D: Into<bytes::Bytes> + Send + 'static,
     E: Into<lambda_runtime::Error> + Send + Debug + 'static,
 {
+    // What init traced (connections opened) leaves before the first invocation.
+    traces::flush();
     Runtime::new(handler)
         .layer(invocation::ColdStartLayer::new(init.elapsed()))
         .run_concurrent()

@@ -16,6 +16,7 @@ use crate::config::{ConfigError, Env};
 use tracing::Level;
 use tracing_subscriber::filter::{FilterExt, ParseError, Targets, filter_fn};
 use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::registry::Registry;
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::{Layer, fmt};
 
@@ -107,8 +108,13 @@ fn carries_data(target: &str) -> bool {
     target == RAW_EVENT_TARGET || target.starts_with(SDK_EXCHANGE_TARGETS)
 }
 
-/// Install the global subscriber. A second call returns an error, never panics.
-pub fn init(settings: &Settings) -> Result<(), AlreadyInitialised> {
+/// Install the global subscriber, with `traces` (the OpenTelemetry layer,
+/// when tracing is on) beside the log. A second call returns an error, never
+/// panics.
+pub fn init(
+    settings: &Settings,
+    traces: Option<Box<dyn Layer<Registry> + Send + Sync>>,
+) -> Result<(), AlreadyInitialised> {
     // `from_env` validated the filter; an invalid one here would be a bug, so
     // fall back to `info` rather than panic.
     let levels =
@@ -131,6 +137,7 @@ pub fn init(settings: &Settings) -> Result<(), AlreadyInitialised> {
             .boxed(),
     };
     tracing_subscriber::registry()
+        .with(traces)
         .with(layer.with_filter(levels.and(no_raw_events)))
         .try_init()
         .map_err(|e| AlreadyInitialised(e.to_string()))

@@ -39,7 +39,7 @@ fn init_once_then_errors_without_panicking() {
     ));
     // Each global on its own: an error value, not a panic.
     let settings = logging::Settings::from_env(&[]).expect("settings");
-    assert!(logging::init(&settings).is_err());
+    assert!(logging::init(&settings, None).is_err());
     let err = pool::build_global(2).expect_err("second pool");
     assert!(err.to_string().contains("2 threads"), "{err}");
 }

@@ -247,6 +247,31 @@ pub fn json_lines(logs: &str) -> Vec<serde_json::Value> {
         .collect()
 }
 
+/// The UDP sockets the processes below `pid` hold (their open files that are
+/// sockets listed in `/proc/net/udp` or `udp6`).
+pub fn udp_sockets_of_descendants(pid: u32) -> usize {
+    let inodes = |table: &str| -> Vec<String> {
+        std::fs::read_to_string(format!("/proc/{pid}/net/{table}"))
+            .unwrap_or_default()
+            .lines()
+            .skip(1)
+            .filter_map(|line| line.split_whitespace().nth(9).map(str::to_owned))
+            .collect()
+    };
+    let udp: Vec<String> = [inodes("udp"), inodes("udp6")].concat();
+    local_stack::process::descendants(pid)
+        .into_iter()
+        .filter_map(|child| std::fs::read_dir(format!("/proc/{child}/fd")).ok())
+        .flatten()
+        .filter_map(|fd| std::fs::read_link(fd.ok()?.path()).ok())
+        .filter_map(|link| {
+            let link = link.to_string_lossy().into_owned();
+            Some(link.strip_prefix("socket:[")?.strip_suffix(']')?.to_owned())
+        })
+        .filter(|inode| udp.contains(inode))
+        .count()
+}
+
 /// A fresh path under `target/e2e-logs/` for a log or data folder named `what`.
 pub fn scratch(what: &str) -> PathBuf {
     static RUN: AtomicUsize = AtomicUsize::new(0);

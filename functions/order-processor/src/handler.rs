@@ -83,6 +83,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Mutex, PoisonError};
 use tokio::sync::Semaphore;
 use tokio::time::Instant;
+use tracing::Instrument;
 
 /// What happened to one record.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -97,6 +98,20 @@ pub enum Outcome {
     DeadLettered(RecordFailure),
     /// Not acknowledged.
     Failed(RecordFailure),
+}
+
+impl Outcome {
+    /// The outcome's name, and the failure's class when there is one: what
+    /// a record's span says.
+    fn names(&self) -> (&'static str, Option<&'static str>) {
+        match self {
+            Self::Stored => ("stored", None),
+            Self::AlreadyStored => ("already_stored", None),
+            Self::DuplicateSkipped => ("duplicate_skipped", None),
+            Self::DeadLettered(failure) => ("dead_lettered", Some(failure.class())),
+            Self::Failed(failure) => ("failed", Some(failure.class())),
+        }
+    }
 }
 
 /// The outcome of every record of a batch, in the batch's order.
@@ -144,6 +159,8 @@ impl BatchReport {
 /// whose send keeps failing is reported failed and simply comes back (or is
 /// moved by SQS's redrive), so the batch need not wait long for it.
 const DEAD_LETTER_ATTEMPTS: u32 = 3;
+/// The SQS system attribute holding the producer's X-Ray trace header.
+const TRACE_HEADER: &str = "AWSTraceHeader";
 
 /// The handler's state, created once at cold start.
 #[derive(Debug)]
@@ -295,13 +312,35 @@ impl<S: OrderStore, D: DeadLetters> Handler<S, D> {
         }
     }
 
+    /// One record, in a span of its own: its message and order ids (never
+    /// the body) and its outcome; linked to the producer's trace when the
+    /// message carries one that is not this invocation's.
     async fn process_one(&self, record: &SqsMessage, fifo: bool, deadline: Instant) -> Outcome {
-        match self.store_one(record, deadline).await {
-            Outcome::Failed(failure) if failure.is_permanent() => {
-                self.dead_letter(record, failure, fifo, deadline).await
+        let span = tracing::info_span!(
+            "record",
+            message_id = record.message_id.as_deref().unwrap_or_default(),
+            order_id = tracing::field::Empty,
+            outcome = tracing::field::Empty,
+            failure = tracing::field::Empty,
+        );
+        shared::traces::link(
+            &span,
+            record.attributes.get(TRACE_HEADER).map(String::as_str),
+        );
+        let outcome = async {
+            match self.store_one(record, deadline).await {
+                Outcome::Failed(failure) if failure.is_permanent() => {
+                    self.dead_letter(record, failure, fifo, deadline).await
+                }
+                outcome => outcome,
             }
-            outcome => outcome,
         }
+        .instrument(span.clone())
+        .await;
+        let (name, failure) = outcome.names();
+        span.record("outcome", name);
+        span.record("failure", failure);
+        outcome
     }
 
     /// Send `record`, which failed for good, to the dead-letter queue:
@@ -361,6 +400,7 @@ impl<S: OrderStore, D: DeadLetters> Handler<S, D> {
             Err(invalid) => return Outcome::Failed(RecordFailure::Invalid(invalid)),
         };
         let id = order.order.order_id.as_str();
+        tracing::Span::current().record("order_id", id);
         let outcome = if self.cache.contains(id, &order.content_hash) {
             Outcome::DuplicateSkipped
         } else {

@@ -43,6 +43,7 @@ use serde_json::{Value, json};
 use shared::invocation::Deadline;
 use std::sync::Arc;
 use std::time::Instant;
+use tracing::Instrument;
 
 /// Share of the time left that the estimated work may take.
 const DEADLINE_SHARE: f64 = 0.8;
@@ -169,6 +170,8 @@ impl Handler {
             Request::Verify { .. } => "verify",
         };
         let round = hashing::group_size(items, workers) * workers;
+        // The batch's span: counts and cost, never a password or a hash.
+        let batch = tracing::info_span!("batch", operation, items, hashes, cost, workers, round);
         let mut results: Vec<Value> = Vec::with_capacity(items);
         let mut field = "hashes";
         for part in request.into_rounds(round) {
@@ -186,10 +189,12 @@ impl Handler {
                     Ok(("results", verdicts))
                 }
             })
+            .instrument(batch.clone())
             .await??;
             field = name;
             results.extend::<Vec<Value>>(part);
         }
+        drop(batch);
         let memory = shared::memory::snapshot();
         let duration_ms = started.elapsed().as_secs_f64() * 1000.0;
         tracing::info!(

@@ -142,6 +142,9 @@ impl Emulator {
             // a closed loopback port (fails at once).
             .env("AWS_EC2_METADATA_DISABLED", "true")
             .env("AWS_ENDPOINT_URL", crate::local_aws::NO_SERVER)
+            // Lambda's X-Ray daemon, which a function with active tracing
+            // sends its spans to: the local one when `extra_env` names it.
+            .env("AWS_XRAY_DAEMON_ADDRESS", crate::local_aws::NO_DAEMON)
             .envs(spec.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
             .envs(extra_env.iter().copied())
             .stdin(Stdio::null())
@@ -221,6 +224,9 @@ impl Emulator {
             .env("AWS_DEFAULT_REGION", crate::local_aws::REGION)
             .env("AWS_EC2_METADATA_DISABLED", "true")
             .env("AWS_ENDPOINT_URL", crate::local_aws::NO_SERVER)
+            // Lambda's X-Ray daemon, which a function with active tracing
+            // sends its spans to: the local one when `extra_env` names it.
+            .env("AWS_XRAY_DAEMON_ADDRESS", crate::local_aws::NO_DAEMON)
             .envs(spec.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
             .envs(extra_env.iter().copied())
             .stdin(Stdio::null())

@@ -83,6 +83,10 @@ pub fn findings(template: &Value) -> Vec<String> {
     found
 }
 
+/// Actions that name no resource (their only `Resource` is `"*"`): sending
+/// trace segments and telemetry to X-Ray.
+const TAKE_NO_RESOURCE: &[&str] = &["xray:PutTraceSegments", "xray:PutTelemetryRecords"];
+
 fn check_document(label: &str, document: &Value, found: &mut Vec<String>) {
     let statements = match &document["Statement"] {
         Value::Array(list) => list.clone(),
@@ -100,8 +104,15 @@ fn check_document(label: &str, document: &Value, found: &mut Vec<String>) {
                 found.push(format!("{at}: action {action}"));
             }
         }
+        let resourceless = !strings(&statement["Action"]).is_empty()
+            && strings(&statement["Action"])
+                .iter()
+                .all(|action| TAKE_NO_RESOURCE.contains(&action.as_str()));
         for resource in strings(&statement["Resource"]) {
-            if resource.contains('*') && !is_key_prefix(&resource) {
+            if resource.contains('*')
+                && !is_key_prefix(&resource)
+                && !(resourceless && resource == "*")
+            {
                 found.push(format!("{at}: resource {resource}"));
             }
         }
@@ -167,6 +178,23 @@ mod tests {
                     "Resource": [{"Fn::Sub": "${Bucket.Arn}/partials/*"}]}]),
         );
         assert_eq!(findings(&objects), Vec::<String>::new());
+    }
+
+    #[test]
+    fn only_actions_that_name_no_resource_may_take_every_resource() {
+        let xray = json!({"Effect": "Allow", "Resource": "*",
+            "Action": ["xray:PutTraceSegments", "xray:PutTelemetryRecords"]});
+        assert_eq!(
+            findings(&role(json!([]), json!([xray]))),
+            Vec::<String>::new()
+        );
+        let mut mixed = xray.clone();
+        mixed["Action"] = json!(["xray:PutTraceSegments", "xray:GetTraceSummaries"]);
+        let mut wider = xray;
+        wider["Resource"] = json!("arn:aws:xray:*");
+        for statement in [mixed, wider] {
+            assert_eq!(findings(&role(json!([]), json!([statement]))).len(), 1);
+        }
     }
 
     #[test]

@@ -32,6 +32,8 @@ pub mod task_root;
 pub mod template;
 pub mod tls_front;
 pub mod tools;
+pub mod xray_daemon;
+pub mod zipkin;
 
 use std::path::PathBuf;
 

@@ -28,6 +28,10 @@ pub const ACCESS_KEY: &str = "local";
 /// An endpoint where nothing listens (the discard port of loopback): a local
 /// function's AWS calls that no local server takes go here and fail at once.
 pub const NO_SERVER: &str = "http://127.0.0.1:9";
+/// The X-Ray daemon address of a function started without a local daemon
+/// (the same discard port): its spans are sent nowhere, as a function's
+/// would be sent and dropped.
+pub const NO_DAEMON: &str = "127.0.0.1:9";
 
 /// The environment that points a function's SDK at local servers: each
 /// `(AWS_ENDPOINT_URL_<SERVICE>, url)` of `endpoints`, then the local credentials.

@@ -28,6 +28,8 @@ use crate::pool::{Pool, Size};
 use crate::step_functions::{self, LocalStateMachine};
 use crate::template::{Function, Redrive, SqsSource, Template};
 use crate::tls_front::{Authority, CA_FILE_VARIABLE, TlsFront};
+use crate::xray_daemon::Daemon;
+use crate::zipkin::Zipkin;
 use crate::{async_invoke, events, process, schedule, tools};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -81,6 +83,9 @@ struct Stack {
     state_machines: Vec<LocalStateMachine>,
     /// HTTPS in front of DynamoDB Local, ElasticMQ and moto, for the functions.
     _fronts: [TlsFront; 3],
+    /// The trace store and the daemon the functions send their spans to.
+    zipkin: Zipkin,
+    daemon: Daemon,
     logs: PathBuf,
 }
 
@@ -218,6 +223,8 @@ fn start(
         elasticmq,
         queues,
         fronts,
+        zipkin,
+        daemon,
         ..
     } = servers;
     Ok(Stack {
@@ -231,6 +238,8 @@ fn start(
         buckets,
         state_machines,
         _fronts: fronts,
+        zipkin,
+        daemon,
         logs: logs.to_path_buf(),
     })
 }
@@ -281,6 +290,8 @@ struct Servers {
     moto_port: u16,
     /// The certificate authority of the fronts, for the functions.
     ca_file: PathBuf,
+    zipkin: Zipkin,
+    daemon: Daemon,
 }
 
 /// DynamoDB Local and ElasticMQ with the template's tables and queues, and the
@@ -291,6 +302,8 @@ fn start_servers(
     logs: &Path,
     runtime: &tokio::runtime::Runtime,
 ) -> Result<Servers, String> {
+    let zipkin = Zipkin::start(&logs.join("zipkin.log"))?;
+    let daemon = Daemon::start(Some(zipkin.endpoint()))?;
     let dynamodb = DynamoDbLocal::start(&logs.join("dynamodb-local.log"))?;
     let elasticmq = ElasticMq::start(&logs.join("elasticmq.log"))?;
     let tables = runtime.block_on(dynamodb_local::create_tables(template, &dynamodb.client()))?;
@@ -329,6 +342,11 @@ fn start_servers(
         "  TLS: a certificate authority made for this run, given to the functions in {CA_FILE_VARIABLE}={}",
         relative(&ca_file)
     );
+    println!(
+        "  Zipkin (traces) {}/zipkin/  (the functions' X-Ray daemon: {})",
+        zipkin.endpoint(),
+        daemon.address()
+    );
     Ok(Servers {
         dynamodb,
         elasticmq,
@@ -336,6 +354,8 @@ fn start_servers(
         fronts,
         moto_port,
         ca_file,
+        zipkin,
+        daemon,
     })
 }
 
@@ -355,7 +375,9 @@ fn start_functions(
         servers.fronts[2].endpoint(),
     );
     let ca_path = servers.ca_file.to_string_lossy().into_owned();
+    let daemon = servers.daemon.address().to_string();
     let env = function_env(&[
+        ("AWS_XRAY_DAEMON_ADDRESS", daemon.as_str()),
         ("AWS_ENDPOINT_URL_DYNAMODB", dynamodb_url.as_str()),
         ("AWS_ENDPOINT_URL_SQS", sqs_url.as_str()),
         ("AWS_ENDPOINT_URL_S3", s3_url.as_str()),
@@ -593,6 +615,9 @@ fn orders(
         totals.deleted,
         totals.returned
     );
+    if let Some(url) = order_trace(stack, &bodies) {
+        println!("   the trace of the first order: {url}");
+    }
     check_stored_orders(stack, source, runtime, summary)?;
     if let Some(redrive) = redrive {
         report_dead_letters(stack, &redrive, &sqs, pool, runtime, summary)?;
@@ -604,6 +629,26 @@ fn orders(
         ));
     }
     Ok(())
+}
+
+/// Where Zipkin shows the trace that stored the first of `bodies` (the
+/// invocation whose record span names its order id), once the daemon has it.
+fn order_trace(stack: &Stack, bodies: &[String]) -> Option<String> {
+    let first: Value = serde_json::from_str(bodies.first()?).ok()?;
+    let order_id = first.get("order_id")?.as_str()?;
+    let deadline = Instant::now() + Duration::from_secs(2);
+    loop {
+        let found = stack.daemon.spans().into_iter().find(|span| {
+            span["name"] == "record" && span["tags"]["order_id"].as_str() == Some(order_id)
+        });
+        if let Some(trace_id) = found.as_ref().and_then(|span| span["traceId"].as_str()) {
+            return Some(stack.zipkin.trace_url(trace_id));
+        }
+        if Instant::now() >= deadline {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }
 
 /// The message bodies of the records of `function`'s sample events.

@@ -26,6 +26,11 @@ pub const DYNAMODB_LOCAL_VERSION: &str = "2.6.1";
 /// ElasticMQ, an SQS-compatible server (Maven Central,
 /// `org.elasticmq:elasticmq-server_2.13`).
 pub const ELASTICMQ_VERSION: &str = "1.6.16";
+/// Zipkin (Maven Central, `io.zipkin:zipkin-server`, its `exec` jar): the
+/// local trace store and viewer the spans go to.
+pub const ZIPKIN_VERSION: &str = "3.6.1";
+/// The Maven plugin that copies one jar without a project (Zipkin's).
+const MAVEN_DEPENDENCY_PLUGIN: &str = "org.apache.maven.plugins:maven-dependency-plugin:3.8.1";
 /// The container engine `sam local invoke` talks to, from Debian's packages
 /// (`apt-cache policy` names the versions): podman serves the Docker API, runc
 /// runs the containers.
@@ -90,6 +95,13 @@ pub fn elasticmq_lib() -> PathBuf {
     dir()
         .join(format!("elasticmq-{ELASTICMQ_VERSION}"))
         .join("lib")
+}
+
+/// Zipkin's executable jar.
+pub fn zipkin_jar() -> PathBuf {
+    dir()
+        .join(format!("zipkin-{ZIPKIN_VERSION}"))
+        .join(format!("zipkin-server-{ZIPKIN_VERSION}-exec.jar"))
 }
 
 /// Where the loopback-only launcher of DynamoDB Local is compiled.
@@ -167,7 +179,11 @@ pub fn install() -> Result<(), String> {
             scope.spawn(|| pip_install(&sam_venv, &sam)),
             scope.spawn(|| pip_install(&checkov_venv, &checkov)),
             scope.spawn(|| pip_install(&moto_venv, &moto)),
-            scope.spawn(|| install_dynamodb_local().and_then(|()| install_elasticmq())),
+            scope.spawn(|| {
+                install_dynamodb_local()
+                    .and_then(|()| install_elasticmq())
+                    .and_then(|()| install_zipkin())
+            }),
         ];
         jobs.map(|job| {
             job.join()
@@ -250,6 +266,24 @@ fn install_elasticmq() -> Result<(), String> {
     )
 }
 
+/// Zipkin's one jar (it holds its dependencies).
+fn install_zipkin() -> Result<(), String> {
+    let jar = zipkin_jar();
+    if jar.is_file() {
+        return Ok(());
+    }
+    let folder = jar.parent().ok_or("a jar path has a folder")?;
+    eprintln!("tools: fetching Zipkin {ZIPKIN_VERSION} from Maven Central");
+    run(Command::new("mvn")
+        .args(["-q", "-B"])
+        .arg(format!("{MAVEN_DEPENDENCY_PLUGIN}:copy"))
+        .arg(format!(
+            "-Dartifact=io.zipkin:zipkin-server:{ZIPKIN_VERSION}:jar:exec"
+        ))
+        .arg(format!("-DoutputDirectory={}", folder.display())))?;
+    fetched(&jar)
+}
+
 /// Install [`PODMAN_PACKAGES`] (see [`install_debian`]). Only for `sam local
 /// invoke`: the other tools need no engine.
 pub fn install_podman() -> Result<(), String> {
@@ -321,6 +355,18 @@ fn with_retries(mut attempt: impl FnMut() -> Result<(), String>) -> Result<(), S
 
 /// Copy `artifact` (`group:name`) at `version` and its dependencies from Maven
 /// Central into the folder of `jar`, unless `jar` is already there.
+/// Whether a Maven fetch left `jar` where it was asked to.
+fn fetched(jar: &Path) -> Result<(), String> {
+    if jar.is_file() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{} is missing after the Maven fetch",
+            jar.display()
+        ))
+    }
+}
+
 fn fetch_maven(artifact: &str, version: &str, jar: &Path, what: &str) -> Result<(), String> {
     if jar.is_file() {
         return Ok(());
@@ -354,14 +400,7 @@ fn fetch_maven(artifact: &str, version: &str, jar: &Path, what: &str) -> Result<
         .current_dir(&project)
         .args(["-q", "-B", "dependency:copy-dependencies"])
         .arg(format!("-DoutputDirectory={}", lib.display())))?;
-    if jar.is_file() {
-        Ok(())
-    } else {
-        Err(format!(
-            "{} is missing after the Maven fetch",
-            jar.display()
-        ))
-    }
+    fetched(jar)
 }
 
 /// Run `command`, turning a failure into an error naming it.
