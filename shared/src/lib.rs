@@ -195,7 +195,7 @@ pub fn start<C, E: std::fmt::Display>(
         memory_return = %policy,
         allocator_settings = %applied,
         concurrency = %concurrency,
-        tracing = trace_settings != traces::Settings::Off,
+        tracing = trace_settings.describe(),
         init_ms = started.elapsed().as_secs_f64() * 1000.0,
         "shared init done"
     );

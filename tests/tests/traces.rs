@@ -181,7 +181,10 @@ fn tracing_off_sends_nothing_and_opens_no_socket() {
             .lines()
             .find(|l| l.contains("shared init done"))
             .unwrap_or_else(|| panic!("no init line:\n{logs}"));
-        assert!(init.contains(&format!("\"tracing\":{traced}")), "{init}");
+        assert!(
+            init.contains(&format!("\"tracing\":\"{setting}\"")),
+            "{init}"
+        );
         let udp = e2e::udp_sockets_of_descendants(emulator.pid());
         assert_eq!(udp > 0, traced, "TRACING={setting}: {udp} UDP sockets");
         std::thread::sleep(Duration::from_millis(300));

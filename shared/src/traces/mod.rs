@@ -5,7 +5,8 @@
 //!   log) or `on`. The template sets `on` where Lambda's active tracing is on.
 //! - `AWS_XRAY_DAEMON_ADDRESS`: where spans go when `TRACING` is `on`
 //!   (`127.0.0.1:2000`). Lambda sets it with active tracing; so does the
-//!   local stack.
+//!   local stack. Where no daemon runs (`sam local invoke`) it is unset, and
+//!   tracing stays off: `shared init done` says `tracing: "no daemon"`.
 //!
 //! How spans leave the function ([`daemon`]): as OTLP protobuf in UDP
 //! datagrams to Lambda's X-Ray daemon, the way AWS's OpenTelemetry
@@ -55,6 +56,20 @@ pub enum Settings {
         /// The X-Ray daemon's UDP address.
         daemon: SocketAddr,
     },
+    /// `TRACING=on` where no daemon runs (no `AWS_XRAY_DAEMON_ADDRESS`): as
+    /// off.
+    NoDaemon,
+}
+
+impl Settings {
+    /// What `shared init done` says of tracing.
+    pub fn describe(&self) -> &'static str {
+        match self {
+            Self::Off => "off",
+            Self::On { .. } => "on",
+            Self::NoDaemon => "no daemon",
+        }
+    }
 }
 
 impl Settings {
@@ -64,11 +79,7 @@ impl Settings {
             None | Some("off") => Ok(Self::Off),
             Some("on") => {
                 let Some(address) = env.get(DAEMON_ADDRESS_VAR)? else {
-                    return Err(ConfigError::new(
-                        DAEMON_ADDRESS_VAR,
-                        "",
-                        "must be set when TRACING is on (Lambda sets it with active tracing)",
-                    ));
+                    return Ok(Self::NoDaemon);
                 };
                 let daemon = daemon_address(&address).ok_or_else(|| {
                     ConfigError::new(DAEMON_ADDRESS_VAR, &address, "must be IP:port")

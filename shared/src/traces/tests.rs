@@ -8,7 +8,7 @@ use tracing_subscriber::layer::SubscriberExt;
 const HEADER: &str = "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1";
 
 #[test]
-fn off_is_the_default_and_on_needs_the_daemon() {
+fn off_is_the_default_and_on_sends_to_the_daemon_if_there_is_one() {
     assert_eq!(Settings::from_env(&[]).unwrap(), Settings::Off);
     assert_eq!(
         Settings::from_env(&[("TRACING", "off")]).unwrap(),
@@ -28,9 +28,12 @@ fn off_is_the_default_and_on_needs_the_daemon() {
             daemon: "169.254.79.129:2000".parse().unwrap()
         }
     );
+    // `sam local invoke` runs no daemon: nothing to send to, so no tracer.
+    let no_daemon = Settings::from_env(&[("TRACING", "on")]).unwrap();
+    assert_eq!(no_daemon, Settings::NoDaemon);
+    assert!(layer(no_daemon, &[]).unwrap().is_none());
     for (env, setting) in [
         (vec![("TRACING", "yes")], "TRACING"),
-        (vec![("TRACING", "on")], "AWS_XRAY_DAEMON_ADDRESS"),
         (
             vec![("TRACING", "on"), ("AWS_XRAY_DAEMON_ADDRESS", "localhost")],
             "AWS_XRAY_DAEMON_ADDRESS",
