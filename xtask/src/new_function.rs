@@ -459,7 +459,28 @@ fn blocks_to_insert<'a>(
     if let Some(output) = output {
         insertions.push((output, names.render(OUTPUT)));
     }
+    if let Some(last) = last_tracing_role(lines, &resources) {
+        let indent = &lines[last.start][..indent(lines[last.start])];
+        insertions.push((last, format!("{indent}- !Ref {pascal}Role")));
+    }
     Ok(insertions)
+}
+
+/// The line naming the last role of the template's `TracingPolicy` (the
+/// roles allowed to send traces to X-Ray), which the new role goes after;
+/// `None` if the template has no such policy.
+fn last_tracing_role<'a>(lines: &[&'a str], resources: &[Entry<'a>]) -> Option<Entry<'a>> {
+    let policy = resources.iter().find(|e| e.key == "TracingPolicy")?;
+    let last = (policy.start..policy.end).rev().find(|&n| {
+        let item = lines[n].trim();
+        item.starts_with("- !Ref ") && item.ends_with("Role")
+    })?;
+    Some(Entry {
+        key: lines[last].trim(),
+        start: last,
+        end: last + 1,
+        kind: None,
+    })
 }
 
 /// The last of `resources` that is a function's `Errors` alarm.
@@ -861,6 +882,11 @@ Outputs:
                 "{id}"
             );
         }
+        // Its role may send traces, as the other functions' roles may.
+        assert!(
+            text.contains("        - !Ref ArrowWorkerRole\n        - !Ref NewFunctionTestRole\n      PolicyDocument:"),
+            "{text}"
+        );
     }
 
     /// The generated Rust is as `cargo fmt` leaves it, whatever the name's length.
