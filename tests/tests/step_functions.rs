@@ -185,6 +185,7 @@ fn hash_machine(analytics: &LocalAnalytics, name: &str, catch: bool) -> String {
             name: name.to_owned(),
             kind: "STANDARD".to_owned(),
             definition,
+            tracing: false,
         })
         .unwrap_or_else(|e| panic!("{e}"))
 }

@@ -3,11 +3,14 @@
 //! back from Zipkin's API, as a person would see them in its viewer.
 
 use aws_sdk_sqs::types::{MessageSystemAttributeNameForSends, MessageSystemAttributeValue};
-use e2e::{order_source, servers, servers_env, start, template};
+use e2e::{LocalAnalytics, LocalDynamoDb, order_source, servers, servers_env, start, template};
 use local_stack::event_source::EventSource;
+use local_stack::lambda_api::{LambdaApi, Served};
+use local_stack::pool::{Overflow, Size};
 use local_stack::xray_daemon::Daemon;
 use local_stack::zipkin::Zipkin;
 use serde_json::Value;
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// A producer's trace header: a new X-Ray trace id (its first part the time),
@@ -51,15 +54,11 @@ fn named<'a>(spans: &'a [Value], name: &str) -> &'a Value {
 }
 
 /// An order sent with a producer's trace header (`AWSTraceHeader`) is one
-/// trace from the SQS-triggered invocation through the order's record span to
-/// its `PutItem`, and that record links to the producer's trace.
-///
-/// The runtime interface emulator gives the runtime no trace header (Lambda
-/// hands it the producer's, so on AWS the invocation itself continues that
-/// trace): locally the invocation starts a trace of its own, and the record's
-/// link is what ties the order to its producer.
+/// trace: the producer's, continued by the SQS-triggered invocation (as
+/// Lambda hands the runtime the batch's first message's header), through the
+/// order's record span to its `PutItem`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_order_is_one_trace_from_its_invocation_to_its_put_item_linked_to_its_producer() {
+async fn an_order_sent_with_a_trace_header_is_one_trace_from_the_queue_to_its_put_item() {
     let zipkin = Zipkin::start(&e2e::scratch("zipkin.log")).unwrap_or_else(|e| panic!("{e}"));
     let daemon = Daemon::start(Some(zipkin.endpoint())).unwrap_or_else(|e| panic!("{e}"));
     let template = template();
@@ -83,12 +82,16 @@ async fn an_order_is_one_trace_from_its_invocation_to_its_put_item_linked_to_its
         .await
         .unwrap_or_else(|e| panic!("{e}\n{}", emulator.logs()));
 
-    let record = record_span(&daemon, &order.order_id);
-    let trace_id = record["traceId"].as_str().expect("a trace id").to_owned();
-    let spans = trace(&zipkin, &trace_id, 3);
+    let spans = trace(&zipkin, &producer_trace, 3);
     let invocation = named(&spans, "invocation");
     let record = named(&spans, "record");
     let put = named(&spans, "DynamoDB.PutItem");
+    let producer_parent = header
+        .split("Parent=")
+        .nth(1)
+        .and_then(|p| p.get(..16))
+        .unwrap_or_default();
+    assert_eq!(invocation["parentId"], producer_parent, "{invocation}");
     assert_eq!(invocation["kind"], "SERVER");
     // The function's name, as Zipkin stores service names: in lower case.
     assert_eq!(
@@ -102,20 +105,11 @@ async fn an_order_is_one_trace_from_its_invocation_to_its_put_item_linked_to_its
         Some(order.order_id.as_str())
     );
     assert_eq!(record["tags"]["outcome"], "stored");
-    let producer_parent = header
-        .split("Parent=")
-        .nth(1)
-        .and_then(|p| p.get(..16))
-        .unwrap_or_default();
-    assert_eq!(
-        record["tags"]["link.0"].as_str(),
-        Some(format!("{producer_trace}-{producer_parent}").as_str()),
-        "{record}"
-    );
+    assert!(record["tags"]["link.0"].is_null(), "its own trace: no link");
     assert_eq!(put["parentId"], record["id"]);
     assert_eq!(put["kind"], "CLIENT");
     assert_eq!(put["tags"]["rpc.method"], "PutItem");
-    println!("the order's trace: {}", zipkin.trace_url(&trace_id));
+    println!("the order's trace: {}", zipkin.trace_url(&producer_trace));
 
     // Nothing the function exported carries the order's body or a field of
     // it other than its id.
@@ -143,21 +137,6 @@ async fn send_traced(sqs: &aws_sdk_sqs::Client, url: &str, body: &str, header: &
         .send()
         .await
         .expect("send the order");
-}
-
-/// The record span of `order_id` among what the daemon received.
-fn record_span(daemon: &Daemon, order_id: &str) -> Value {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let found = daemon.spans().into_iter().find(|span| {
-            span["name"] == "record" && span["tags"]["order_id"].as_str() == Some(order_id)
-        });
-        match found {
-            Some(span) => return span,
-            None if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(50)),
-            None => panic!("no record span of {order_id}: {:#?}", daemon.spans()),
-        }
-    }
 }
 
 /// With `TRACING=off` no span leaves the function and it opens no socket for
@@ -195,5 +174,84 @@ fn tracing_off_sends_nothing_and_opens_no_socket() {
             !exported.contains("correct horse"),
             "a password in the spans: {exported}"
         );
+    }
+}
+
+/// A state machine's execution is one trace: with tracing enabled, Step
+/// Functions hands each Lambda task the execution's trace header, so every
+/// segment's invocation and the merge's continue it, with their scans and S3
+/// writes and reads inside.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_state_machine_run_is_one_trace_with_every_segment_and_the_merge() {
+    const SEGMENTS: usize = 4;
+    let zipkin = Zipkin::start(&e2e::scratch("zipkin.log")).unwrap_or_else(|e| panic!("{e}"));
+    let daemon = Daemon::start(Some(zipkin.endpoint())).unwrap_or_else(|e| panic!("{e}"));
+    let ddb = LocalDynamoDb::start().await;
+    let mut analytics = LocalAnalytics::new();
+    let address = daemon.address().to_string();
+    let mut env = ddb.env();
+    env.extend(analytics.env());
+    env.push(("AWS_XRAY_DAEMON_ADDRESS", &address));
+    let size = Size {
+        environments: 2,
+        overflow: Overflow::Wait,
+    };
+    let pool = Arc::new(e2e::pool(&template(), "arrow-worker", &env, size));
+    let api = LambdaApi::start(vec![Served {
+        names: vec!["ArrowWorkerFunction".into(), "arrow-worker".into()],
+        pool: Arc::clone(&pool),
+    }])
+    .unwrap_or_else(|e| panic!("{e}"));
+    analytics.start(&api.endpoint());
+    let client = analytics.client();
+    let input = serde_json::json!({"query": {"group_by": "customer"}, "total_segments": SEGMENTS});
+    let arn = analytics.state_machine_arn(LocalAnalytics::REPORT);
+    let started = client
+        .start_execution(arn, &input, None)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let execution = client
+        .wait(&started, Duration::from_secs(120))
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(execution.succeeded(), "{execution:?}");
+
+    let invocations = spans_named(&daemon, "invocation", SEGMENTS + 1);
+    let traces: std::collections::BTreeSet<&str> = invocations
+        .iter()
+        .filter_map(|span| span["traceId"].as_str())
+        .collect();
+    assert_eq!(traces.len(), 1, "one trace: {invocations:#?}");
+    let trace_id = traces.first().copied().unwrap_or_default();
+    let spans = trace(&zipkin, trace_id, 2 * SEGMENTS + 2);
+    let count = |name: &str| spans.iter().filter(|s| s["name"] == name).count();
+    assert_eq!(
+        count("invocation"),
+        SEGMENTS + 1,
+        "every segment and the merge"
+    );
+    assert_eq!(count("scan"), SEGMENTS, "{spans:#?}");
+    assert_eq!(count("s3.putobject"), SEGMENTS, "each segment's partial");
+    assert_eq!(count("merge"), 1);
+    assert!(
+        count("s3.getobject") >= SEGMENTS,
+        "the merge reads every partial"
+    );
+    println!("the execution's trace: {}", zipkin.trace_url(trace_id));
+    drop(api);
+}
+
+/// The first `wanted` spans named `name` the daemon received (waiting up
+/// to 10 s for them).
+fn spans_named(daemon: &Daemon, name: &str, wanted: usize) -> Vec<Value> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let found: Vec<Value> = daemon
+            .spans()
+            .into_iter()
+            .filter(|span| span["name"] == name)
+            .collect();
+        if found.len() >= wanted || Instant::now() >= deadline {
+            return found;
+        }
+        std::thread::sleep(Duration::from_millis(50));
     }
 }

@@ -884,7 +884,7 @@ Outputs:
         }
         // Its role may send traces, as the other functions' roles may.
         assert!(
-            text.contains("        - !Ref ArrowWorkerRole\n        - !Ref NewFunctionTestRole\n      PolicyDocument:"),
+            text.contains("        - !Ref OrdersReportStateMachineRole\n        - !Ref NewFunctionTestRole\n      PolicyDocument:"),
             "{text}"
         );
     }

@@ -39,6 +39,8 @@ use shared::orders::DAY_SHARDS;
 use std::time::{Duration, Instant};
 use time::{Date, OffsetDateTime};
 use tokio::sync::Semaphore;
+use tracing::Instrument;
+use tracing::field::Empty;
 
 /// Largest report item body: DynamoDB items hold at most 400 KB.
 pub const MAX_REPORT_BYTES: usize = 350_000;
@@ -425,6 +427,19 @@ impl<S: Store> Handler<S> {
         partials: Vec<StoredPartial>,
         deadline: Deadline,
     ) -> Result<Answer, Error> {
+        let span = tracing::info_span!("merge", partials = partials.len());
+        self.merge_stored_in(run_id, partials, deadline)
+            .instrument(span)
+            .await
+    }
+
+    /// [`Self::merge_stored`], in its span.
+    async fn merge_stored_in(
+        &self,
+        run_id: &str,
+        partials: Vec<StoredPartial>,
+        deadline: Deadline,
+    ) -> Result<Answer, Error> {
         partial::check_run_id(run_id)?;
         let first = partials.first().ok_or_else(|| {
             BadRequest("merge_stored needs the references of every segment; none given".into())
@@ -546,6 +561,9 @@ impl<S: Store> Handler<S> {
         deadline: Deadline,
     ) -> Result<(Vec<Group>, Rows, u64), Error> {
         let window = query.validate()?;
+        // The trace's view of the work: the pages read (each page's DynamoDB
+        // call is a span of its own inside), then the aggregation.
+        let read = tracing::info_span!("scan", pages = Empty, rows = Empty);
         let Scanned {
             collected: batches,
             mut rows,
@@ -559,9 +577,15 @@ impl<S: Store> Handler<S> {
             deadline,
             Vec::new,
         )
+        .instrument(read.clone())
         .await?;
+        read.record("pages", pages);
+        read.record("rows", rows.scanned);
+        let batch_count = batches.len();
         let (groups, matched) =
-            shared::pool::run("aggregation", move || aggregate(batches, window)).await??;
+            shared::pool::run("aggregation", move || aggregate(batches, window))
+                .instrument(tracing::info_span!("aggregation", batches = batch_count))
+                .await??;
         // The scanned rows are gone: give their share of the budget back.
         drop(held);
         rows.matched = matched;

@@ -42,6 +42,7 @@ use crate::pool::{Invoked, Options};
 use crate::process::{Guard, free_port, wait_for_port};
 use crate::task_root::{TASK_ROOT, TaskRoot};
 use crate::template::Function;
+use crate::trace_header::RuntimeProxy;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -58,6 +59,8 @@ pub struct Emulator {
     _task_root: Option<TaskRoot>,
     /// Lambda Managed Instances settings; `None`: on demand.
     managed: Option<ManagedInstances>,
+    /// Hands the runtime each invocation's trace header (on demand).
+    runtime_proxy: Option<RuntimeProxy>,
     /// The function's timeout.
     timeout: Duration,
     /// Whether its runtime exited (Managed Instances: the emulator with it).
@@ -115,12 +118,20 @@ impl Emulator {
         // emulator's, never over them.
         std::fs::File::create(log).map_err(|e| format!("{}: {e}", log.display()))?;
         let (out, err) = appending(log)?;
+        let runtime_proxy = RuntimeProxy::start(([127, 0, 0, 1], api_port).into())?;
         let mut command = Command::new(rie);
         command
             .arg("--runtime-interface-emulator-address")
             .arg(format!("127.0.0.1:{port}"))
             .arg("--runtime-api-address")
             .arg(format!("127.0.0.1:{api_port}"))
+            // The emulator runs its bootstrap command with the runtime API's
+            // address; `env` points the function at the proxy instead.
+            .arg("/usr/bin/env")
+            .arg(format!(
+                "AWS_LAMBDA_RUNTIME_API={}",
+                runtime_proxy.address()
+            ))
             .arg(bootstrap)
             .env_clear()
             .env("PATH", "/usr/local/bin:/usr/bin:/bin")
@@ -157,7 +168,9 @@ impl Emulator {
             cgroup.add(guard.pid())?;
         }
         wait_for_port(port, Duration::from_secs(10))?;
-        Ok(Self::running(guard, cgroup, None, None, spec, port, log))
+        let mut emulator = Self::running(guard, cgroup, None, None, spec, port, log);
+        emulator.runtime_proxy = Some(runtime_proxy);
+        Ok(emulator)
     }
 
     /// Start `bootstrap` as one Lambda Managed Instances environment of
@@ -268,6 +281,7 @@ impl Emulator {
             cgroup,
             _task_root: task_root,
             managed,
+            runtime_proxy: None,
             timeout: Duration::from_secs(u64::from(spec.timeout_s.max(1))),
             ended: std::sync::atomic::AtomicBool::new(false),
             url: format!("http://127.0.0.1:{port}/2015-03-31/functions/function/invocations"),
@@ -295,6 +309,14 @@ impl Emulator {
             .then(|| std::fs::metadata(&self.log).map_or(0, |m| m.len()));
         let kills_before = self.oom_kills();
         let client_context = options.client_context.as_deref();
+        if let Some(proxy) = &self.runtime_proxy {
+            proxy.hand_over(
+                options
+                    .trace_header
+                    .clone()
+                    .or_else(|| sqs_trace_header(payload)),
+            );
+        }
         // On Managed Instances invocations overlap in the log: each is named,
         // so that its own `REPORT` line ends its tail.
         let request_id = self.managed.map(|_| request_id());
@@ -665,9 +687,54 @@ pub fn init_duration_ms(logs: &str) -> Option<f64> {
     })
 }
 
+/// The trace an SQS batch continues: Lambda's poller hands the function the
+/// first message's `AWSTraceHeader` (the producer's X-Ray trace) as the
+/// invocation's trace header. Here for every way a batch reaches an emulator
+/// (the event source, the runner, tests). `None` for other events.
+fn sqs_trace_header(payload: &[u8]) -> Option<String> {
+    const ATTRIBUTE: &[u8] = ATTRIBUTE_NAME.as_bytes();
+    // Most payloads are no SQS batch with a trace: not parsed.
+    payload
+        .windows(ATTRIBUTE.len())
+        .any(|w| w == ATTRIBUTE)
+        .then_some(())?;
+    let event: serde_json::Value = serde_json::from_slice(payload).ok()?;
+    let first = event.get("Records")?.get(0)?;
+    (first.get("eventSource")?.as_str()? == "aws:sqs").then_some(())?;
+    Some(
+        first
+            .get("attributes")?
+            .get(ATTRIBUTE_NAME)?
+            .as_str()?
+            .to_owned(),
+    )
+}
+
+/// The SQS system attribute holding a producer's X-Ray trace header.
+const ATTRIBUTE_NAME: &str = "AWSTraceHeader";
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_sqs_batch_continues_its_first_messages_trace() {
+        let record = |header: &str| serde_json::json!({"eventSource": "aws:sqs", "attributes": {"AWSTraceHeader": header}});
+        let batch =
+            serde_json::json!({"Records": [record("Root=1-a;Parent=b;Sampled=1"), record("x")]});
+        assert_eq!(
+            sqs_trace_header(batch.to_string().as_bytes()).as_deref(),
+            Some("Root=1-a;Parent=b;Sampled=1")
+        );
+        let other = serde_json::json!({"Records": [{"eventSource": "aws:s3", "attributes": {"AWSTraceHeader": "h"}}]});
+        for payload in [
+            other.to_string(),
+            r#"{"AWSTraceHeader": "h"}"#.into(),
+            "AWSTraceHeader".into(),
+        ] {
+            assert_eq!(sqs_trace_header(payload.as_bytes()), None, "{payload}");
+        }
+    }
 
     fn answer(status: u16, body: &str) -> Invocation {
         Invocation {

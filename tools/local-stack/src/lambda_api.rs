@@ -362,6 +362,8 @@ struct Call {
     kind: Kind,
     tail: bool,
     client_context: Option<String>,
+    /// `X-Amzn-Trace-Id`: the caller's trace, continued by the invocation.
+    trace_header: Option<String>,
 }
 
 impl Call {
@@ -411,6 +413,7 @@ where
     let options = Options {
         client_context: call.client_context.clone(),
         tail: call.tail,
+        trace_header: call.trace_header.clone(),
     };
     match call.kind {
         Kind::DryRun => Reply::empty(204),
@@ -542,6 +545,7 @@ fn check(parts: &Parts, port: u16) -> Result<Call, Reply> {
         // Lambda returns logs for synchronous invocations only.
         tail: tail && kind == Kind::RequestResponse,
         client_context,
+        trace_header: header("x-amzn-trace-id")?.map(str::to_owned),
     })
 }
 

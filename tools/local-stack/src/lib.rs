@@ -32,6 +32,7 @@ pub mod task_root;
 pub mod template;
 pub mod tls_front;
 pub mod tools;
+pub mod trace_header;
 pub mod xray_daemon;
 pub mod zipkin;
 

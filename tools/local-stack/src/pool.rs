@@ -112,6 +112,9 @@ pub struct Options {
     pub client_context: Option<String>,
     /// `X-Amz-Log-Type: Tail`: the invocation's log lines are wanted.
     pub tail: bool,
+    /// `X-Amzn-Trace-Id`: the caller's X-Ray trace header, which the
+    /// invocation continues.
+    pub trace_header: Option<String>,
 }
 
 /// One invocation's answer and, if asked for, its log lines.

@@ -32,6 +32,9 @@ pub struct StateMachine {
     pub kind: String,
     /// The definition (Amazon States Language), intrinsics resolved.
     pub definition: Value,
+    /// `Tracing.Enabled`: each execution is one X-Ray trace, handed to its
+    /// Lambda tasks.
+    pub tracing: bool,
 }
 
 /// Every state machine of the template (see the module's doc).
@@ -79,11 +82,13 @@ pub fn state_machines(template: &Template) -> Result<Vec<StateMachine>, String> 
                 .text_property(resource, "Name")
                 .map_err(|e| at(&e))?
                 .unwrap_or_else(|| logical_id.clone());
+            let tracing = template.tracing_enabled(resource).map_err(|e| at(&e))?;
             Ok(StateMachine {
                 logical_id,
                 name,
                 kind,
                 definition,
+                tracing,
             })
         })
         .collect()
@@ -296,6 +301,7 @@ impl Client {
                 "definition": machine.definition.to_string(),
                 "roleArn": format!("arn:aws:iam::{ACCOUNT_ID}:role/{}Role", machine.logical_id),
                 "type": machine.kind,
+                "tracingConfiguration": {"enabled": machine.tracing},
             }),
         )?;
         text_field(&answer, "stateMachineArn", "CreateStateMachine")

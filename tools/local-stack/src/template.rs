@@ -741,6 +741,24 @@ impl Template {
         }
     }
 
+    /// Whether a resource's `Tracing: {Enabled: ...}` (a state machine's)
+    /// is on, resolved; off when absent.
+    pub fn tracing_enabled(&self, resource: &Value) -> Result<bool, String> {
+        let Some(tracing) = self.property(resource, "Tracing")? else {
+            return Ok(false);
+        };
+        match tracing
+            .get("Enabled")
+            .map(|v| self.resolve(v))
+            .transpose()?
+            .flatten()
+        {
+            None => Ok(false),
+            Some(Value::Bool(enabled)) => Ok(enabled),
+            Some(other) => Err(format!("Tracing.Enabled is not true or false: {other:?}")),
+        }
+    }
+
     /// A resource's property, resolved; `None` if absent or `AWS::NoValue`.
     fn property(&self, resource: &Value, name: &str) -> Result<Option<Value>, String> {
         resource

@@ -319,7 +319,8 @@ fn heads_are_checked_as_lambda_checks_them() {
             name: "F".into(),
             kind: Kind::RequestResponse,
             tail: false,
-            client_context: None
+            client_context: None,
+            trace_header: None,
         }
     );
     let event = checked(

@@ -1,0 +1,175 @@
+//! The trace header an invocation continues, handed to the runtime as Lambda
+//! hands it.
+//!
+//! Lambda answers the runtime's `GET /2018-06-01/runtime/invocation/next` with
+//! `Lambda-Runtime-Trace-Id`: the caller's `X-Amzn-Trace-Id`, or an SQS
+//! batch's first message's `AWSTraceHeader`. The runtime interface emulator
+//! takes the header from its invoke request but hands the runtime none. This
+//! proxy stands between a function and its emulator's runtime API (the
+//! function is told `AWS_LAMBDA_RUNTIME_API` of the proxy), passes every
+//! request and answer through, and adds the header to the `/next` answer of
+//! the invocation that was given one ([`RuntimeProxy::hand_over`]). It
+//! serves one on-demand environment: one invocation at a time.
+
+use bytes::Bytes;
+use http::{HeaderValue, Request, Response, StatusCode};
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::Incoming;
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::TokioIo;
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::thread::JoinHandle;
+
+/// The header Lambda hands the runtime with each invocation.
+pub const RUNTIME_TRACE_HEADER: &str = "lambda-runtime-trace-id";
+/// Largest body passed through (the emulator enforces Lambda's own limits,
+/// which are smaller).
+const MAX_BODY_BYTES: usize = 64 << 20;
+
+/// A running proxy, stopped on drop.
+#[derive(Debug)]
+pub struct RuntimeProxy {
+    address: SocketAddr,
+    next: Arc<Mutex<Option<String>>>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl RuntimeProxy {
+    /// A proxy on a free 127.0.0.1 port in front of the runtime API on
+    /// `upstream`.
+    pub fn start(upstream: SocketAddr) -> Result<Self, String> {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0")
+            .map_err(|e| format!("runtime API proxy: {e}"))?;
+        let address = listener.local_addr().map_err(|e| e.to_string())?;
+        listener.set_nonblocking(true).map_err(|e| e.to_string())?;
+        let next = Arc::new(Mutex::new(None));
+        let (stop, stopped) = tokio::sync::oneshot::channel();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| format!("runtime API proxy: {e}"))?;
+        let shared = Arc::clone(&next);
+        let thread = std::thread::Builder::new()
+            .name("runtime-api-proxy".into())
+            .spawn(move || runtime.block_on(serve(listener, upstream, shared, stopped)))
+            .map_err(|e| format!("runtime API proxy: {e}"))?;
+        Ok(Self {
+            address,
+            next,
+            stop: Some(stop),
+            thread: Some(thread),
+        })
+    }
+
+    /// `127.0.0.1:PORT`, for the function's `AWS_LAMBDA_RUNTIME_API`.
+    pub fn address(&self) -> SocketAddr {
+        self.address
+    }
+
+    /// Hand `header` (or none) to the runtime with the next invocation.
+    pub fn hand_over(&self, header: Option<String>) {
+        *self.next.lock().unwrap_or_else(PoisonError::into_inner) = header;
+    }
+}
+
+impl Drop for RuntimeProxy {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+async fn serve(
+    listener: std::net::TcpListener,
+    upstream: SocketAddr,
+    next: Arc<Mutex<Option<String>>>,
+    mut stopped: tokio::sync::oneshot::Receiver<()>,
+) {
+    let Ok(listener) = tokio::net::TcpListener::from_std(listener) else {
+        return;
+    };
+    loop {
+        let stream = tokio::select! {
+            _ = &mut stopped => return,
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => stream,
+                Err(_) => continue,
+            },
+        };
+        let next = Arc::clone(&next);
+        tokio::spawn(async move {
+            let service = service_fn(move |request| {
+                let next = Arc::clone(&next);
+                async move { Ok::<_, Infallible>(answer(request, upstream, &next).await) }
+            });
+            let _ = http1::Builder::new()
+                .serve_connection(TokioIo::new(stream), service)
+                .await;
+        });
+    }
+}
+
+/// The emulator's answer to `request`, with the trace header added to a
+/// `/next` answer; a 502 naming the failure if the emulator could not be
+/// asked.
+async fn answer(
+    request: Request<Incoming>,
+    upstream: SocketAddr,
+    next: &Mutex<Option<String>>,
+) -> Response<Full<Bytes>> {
+    let is_next = request.uri().path().ends_with("/runtime/invocation/next");
+    match relay(request, upstream).await {
+        Ok(mut response) => {
+            if is_next && response.status() == StatusCode::OK {
+                let header = next.lock().unwrap_or_else(PoisonError::into_inner).take();
+                if let Some(value) = header.and_then(|h| HeaderValue::from_str(&h).ok()) {
+                    response.headers_mut().insert(RUNTIME_TRACE_HEADER, value);
+                }
+            }
+            response
+        }
+        Err(e) => {
+            let mut response = Response::new(Full::new(Bytes::from(e)));
+            *response.status_mut() = StatusCode::BAD_GATEWAY;
+            response
+        }
+    }
+}
+
+/// `request` sent on to the emulator, and its answer.
+async fn relay(
+    request: Request<Incoming>,
+    upstream: SocketAddr,
+) -> Result<Response<Full<Bytes>>, String> {
+    let (parts, body) = request.into_parts();
+    let body = collect(body).await?;
+    let stream = tokio::net::TcpStream::connect(upstream)
+        .await
+        .map_err(|e| format!("runtime API {upstream}: {e}"))?;
+    let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .map_err(|e| format!("runtime API {upstream}: {e}"))?;
+    tokio::spawn(connection);
+    let response = sender
+        .send_request(Request::from_parts(parts, Full::new(body)))
+        .await
+        .map_err(|e| format!("runtime API {upstream}: {e}"))?;
+    let (parts, body) = response.into_parts();
+    Ok(Response::from_parts(parts, Full::new(collect(body).await?)))
+}
+
+async fn collect(body: Incoming) -> Result<Bytes, String> {
+    Limited::new(body, MAX_BODY_BYTES)
+        .collect()
+        .await
+        .map(|collected| collected.to_bytes())
+        .map_err(|e| format!("body: {e}"))
+}
