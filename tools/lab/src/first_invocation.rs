@@ -24,8 +24,10 @@ use super::stats::median;
 use super::tuning::failure;
 use local_stack::emulator::{Emulator, Invocation};
 use local_stack::moto::{self, Moto};
+use local_stack::pool::Options;
 use local_stack::template::{Function, Template};
 use local_stack::tls_front::{Authority, CA_FILE_VARIABLE, TlsFront};
+use local_stack::xray_daemon::Daemon;
 use local_stack::{local_aws, tools, workspace_root};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
@@ -59,35 +61,62 @@ fn table_orders(scale: Scale) -> (u64, u64) {
 pub struct Variant {
     pub name: &'static str,
     pub env: &'static [(&'static str, &'static str)],
+    /// The trace header each invocation is given (`None`: none, so each
+    /// starts a sampled trace of its own).
+    pub trace_header: Option<&'static str>,
 }
 
 /// The function as the template ships it.
 pub const SHIPPED: Variant = Variant {
     name: "as shipped",
     env: &[],
+    trace_header: None,
 };
 /// Connections opened at the first request, not during init.
 pub const NO_CONNECTIONS: Variant = Variant {
     name: "no connections opened at init",
     env: &[("OPEN_CONNECTIONS_AT_INIT", "false")],
+    trace_header: None,
 };
 /// Lambda initialising ahead of traffic: the arena is pre-faulted during init.
 pub const PROVISIONED: Variant = Variant {
     name: "provisioned concurrency (pre-warm at init)",
     env: &[("AWS_LAMBDA_INITIALIZATION_TYPE", "provisioned-concurrency")],
+    trace_header: None,
 };
 /// No pre-warm whatever the initialisation type.
 pub const NO_PREWARM: Variant = Variant {
     name: "PREWARM=off",
     env: &[("PREWARM", "off")],
+    trace_header: None,
 };
 const PREWARM_INIT: Variant = Variant {
     name: "PREWARM=init (on-demand)",
     env: &[("PREWARM", "init")],
+    trace_header: None,
 };
 const PREWARM_BACKGROUND: Variant = Variant {
     name: "PREWARM=background (on-demand)",
     env: &[("PREWARM", "background")],
+    trace_header: None,
+};
+
+/// No tracer (`TRACING=off`, as with `Tracing: PassThrough`): against
+/// [`SHIPPED`], whose every invocation is sampled and its spans sent to the
+/// X-Ray daemon, the cost of tracing.
+pub const TRACING_OFF: Variant = Variant {
+    name: "TRACING=off",
+    env: &[("TRACING", "off")],
+    trace_header: None,
+};
+/// Tracing on, the invocation not sampled by Lambda (`Sampled=0`): spans
+/// made, none sent.
+pub const NOT_SAMPLED: Variant = Variant {
+    name: "tracing on, not sampled",
+    env: &[],
+    trace_header: Some(
+        "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=0",
+    ),
 };
 
 /// One request of a function.
@@ -189,7 +218,11 @@ pub fn measure(
     let mut rows = Vec::new();
     let mut floors = Vec::new();
     let mut invocations = 0;
-    for (binary, requests, variants) in plan(typical_orders, large_orders)? {
+    for (binary, requests, mut variants) in plan(typical_orders, large_orders)? {
+        if scale == Scale::Full {
+            // What tracing costs (not in the quick run: the suite's time).
+            variants.extend([TRACING_OFF, NOT_SAMPLED]);
+        }
         let spec = template.function(binary)?;
         let bootstrap = self::binary(scale, &spec);
         if !bootstrap.is_file() {
@@ -221,7 +254,7 @@ pub fn measure(
                         &env,
                         &log,
                         &request,
-                        &mut invocations,
+                        (variant.trace_header, &mut invocations),
                     )?);
                 }
             }
@@ -441,6 +474,8 @@ fn orders_event(first: u64, count: u64, items: usize) -> String {
 struct Stack {
     tables: Tables,
     _moto: Moto,
+    /// Where the functions send their spans (as Lambda's X-Ray daemon).
+    daemon: Daemon,
     fronts: [TlsFront; 2],
     ca_file: PathBuf,
 }
@@ -459,6 +494,7 @@ impl Stack {
         Ok(Self {
             tables,
             _moto: moto,
+            daemon: Daemon::start(None)?,
             fronts,
             ca_file,
         })
@@ -467,6 +503,7 @@ impl Stack {
     /// The functions' settings for `variant`.
     fn env(&self, variant: &Variant) -> Vec<(String, String)> {
         let endpoints = [
+            ("AWS_XRAY_DAEMON_ADDRESS", self.daemon.address().to_string()),
             ("AWS_ENDPOINT_URL_DYNAMODB", self.fronts[0].endpoint()),
             ("AWS_ENDPOINT_URL_S3", self.fronts[1].endpoint()),
             (
@@ -502,13 +539,20 @@ fn environment(
     env: &[(String, String)],
     log: &Path,
     request: &Request,
-    invocations: &mut u64,
+    (trace_header, invocations): (Option<&str>, &mut u64),
 ) -> Result<Start, String> {
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     let before = stack.handshakes();
     let emulator = Emulator::start(rie, bootstrap, spec, &env, log)?;
+    let options = Options {
+        trace_header: trace_header.map(str::to_owned),
+        ..Options::default()
+    };
     let mut invoke = || -> Result<Invocation, String> {
-        let answer = emulator.invoke((request.event)(*invocations))?;
+        let payload = (request.event)(*invocations);
+        let answer = emulator
+            .invoke_with(payload.as_bytes(), &options)?
+            .invocation;
         *invocations += 1;
         match failure(&answer) {
             Some(why) => Err(format!("{}: {why}; see {}", spec.binary, log.display())),

@@ -4,7 +4,9 @@
 //! it in an existing report without running the rest of the lab.
 
 use super::splice::{self, Markers};
-use crate::first_invocation::{FirstInvocation, NO_CONNECTIONS, SHIPPED, STEADY};
+use crate::first_invocation::{
+    FirstInvocation, NO_CONNECTIONS, NOT_SAMPLED, SHIPPED, STEADY, TRACING_OFF, Variant,
+};
 use crate::machine::Machine;
 use crate::stats::median;
 use crate::tls;
@@ -35,6 +37,7 @@ pub fn section(measured: &Measured, machine: &Machine) -> String {
     intro(&mut md, measured, machine);
     rows_table(&mut md, measured);
     floors_table(&mut md, measured);
+    tracing_table(&mut md, measured);
     tls_table(&mut md, &measured.tls);
     let _ = writeln!(md, "\n{}", SECTION.1);
     md
@@ -149,6 +152,69 @@ fn floors_table(md: &mut String, measured: &FirstInvocation) {
     }
 }
 
+/// What tracing costs each function: as shipped (every invocation sampled,
+/// its spans sent to the X-Ray daemon) and on but not sampled, against
+/// `TRACING=off`; medians over the function's requests. Absent when the
+/// tracing variants were not measured (the quick run).
+fn tracing_table(md: &mut String, measured: &FirstInvocation) {
+    let of =
+        |function: &str, variant: &Variant, field: fn(&crate::first_invocation::Start) -> f64| {
+            let all: Vec<f64> = measured
+                .rows
+                .iter()
+                .filter(|r| r.function == function && r.variant.name == variant.name)
+                .flat_map(|r| r.starts.iter().map(field))
+                .collect();
+            (!all.is_empty()).then(|| median(all))
+        };
+    let mut functions: Vec<&str> = measured.rows.iter().map(|r| r.function.as_str()).collect();
+    functions.dedup();
+    if functions
+        .iter()
+        .all(|f| of(f, &TRACING_OFF, |s| s.init_ms).is_none())
+    {
+        return;
+    }
+    let _ = writeln!(
+        md,
+        "\nThe cost of tracing (`shared/src/traces/`): each function as shipped, every invocation \
+         sampled and its spans sent as OTLP over UDP to a daemon when it ends; with tracing on but the \
+         invocation not sampled (`Sampled=0`: spans made, none sent); and with `TRACING=off` (no tracer). \
+         Medians over the function's requests and fresh environments of the rows above; the differences \
+         are against `TRACING=off`.\n"
+    );
+    let _ = writeln!(
+        md,
+        "| function | variant | init ms | first ms | steady ms | first / steady | init + ms | steady + ms |"
+    );
+    let _ = writeln!(md, "|---|---|---:|---:|---:|---:|---:|---:|");
+    for function in functions {
+        let (Some(off_init), Some(off_steady)) = (
+            of(function, &TRACING_OFF, |s| s.init_ms),
+            of(function, &TRACING_OFF, |s| s.steady_ms),
+        ) else {
+            continue;
+        };
+        for variant in [SHIPPED, NOT_SAMPLED, TRACING_OFF] {
+            let (Some(init), Some(first), Some(steady)) = (
+                of(function, &variant, |s| s.init_ms),
+                of(function, &variant, |s| s.first_ms),
+                of(function, &variant, |s| s.steady_ms),
+            ) else {
+                continue;
+            };
+            let _ = writeln!(
+                md,
+                "| {function} | {} | {init:.1} | {first:.1} | {steady:.1} | {:.2} | {:+.1} | {:+.2} |",
+                variant.name,
+                first / steady.max(1e-3),
+                init - off_init,
+                steady - off_steady,
+            );
+        }
+    }
+}
+
 /// The TLS client's cold cost, per crypto provider and roots.
 fn tls_table(md: &mut String, rows: &[tls::Row]) {
     let Some(first) = rows.first() else { return };
@@ -259,7 +325,48 @@ mod tests {
             "{md}"
         );
         assert!(md.starts_with(SECTION.0) && md.trim_end().ends_with(SECTION.1));
+        assert!(!md.contains("The cost of tracing"), "measured only in the full run");
         let skipped = section(&Err("no limits".into()), &Machine::here());
         assert!(skipped.contains("Not measured: no limits."), "{skipped}");
+    }
+
+    #[test]
+    fn tracing_costs_are_against_tracing_off() {
+        let row = |variant, init_ms, steady_ms| Row {
+            function: "F".into(),
+            memory_mb: 256,
+            size: "typical",
+            request: "a batch".into(),
+            variant,
+            starts: vec![Start {
+                init_ms,
+                first_ms: 6.0,
+                steady_ms,
+                cold_ms: 20.0,
+                request_handshakes: 0,
+                first_faults: None,
+                cpu_ms: None,
+            }],
+        };
+        let measured = FirstInvocation {
+            rows: vec![
+                row(SHIPPED, 12.0, 5.5),
+                row(NOT_SAMPLED, 11.0, 5.25),
+                row(TRACING_OFF, 10.0, 5.0),
+            ],
+            floors: Vec::new(),
+            starts: 1,
+            builds: "release",
+            tls: Vec::new(),
+        };
+        let mut md = String::new();
+        tracing_table(&mut md, &measured);
+        for line in [
+            "| F | as shipped | 12.0 | 6.0 | 5.5 | 1.09 | +2.0 | +0.50 |",
+            "| F | tracing on, not sampled | 11.0 | 6.0 | 5.2 | 1.14 | +1.0 | +0.25 |",
+            "| F | TRACING=off | 10.0 | 6.0 | 5.0 | 1.20 | +0.0 | +0.00 |",
+        ] {
+            assert!(md.contains(line), "{line} in\n{md}");
+        }
     }
 }
