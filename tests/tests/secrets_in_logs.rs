@@ -1,12 +1,16 @@
-//! No password and no order body in any log line, answer or error message:
-//! each function as a real binary under the emulator, logging at TRACE (the
-//! most the runtime can print: every level of every crate), on valid and
-//! invalid input, with the emulator's whole log read afterwards.
+//! No password and no order body in any log line, answer, error message or
+//! span: each function as a real binary under the emulator, logging at TRACE
+//! (the most the runtime can print: every level of every crate) and tracing
+//! every invocation to a local X-Ray daemon, on valid and invalid input, with
+//! the emulator's whole log and everything the daemon received read
+//! afterwards.
 
 use base64::Engine;
 use e2e::{LocalDynamoDb, start};
 use local_stack::emulator::Emulator;
+use local_stack::xray_daemon::Daemon;
 use serde_json::{Value, json};
+use std::sync::OnceLock;
 
 /// Distinctive passwords, each with a part that alone would show a leak. The
 /// last is shaped like a field name (word characters only), as a caller who
@@ -30,10 +34,24 @@ const CREDENTIALS: [(&str, &str); 2] = [
     ("AWS_SESSION_TOKEN", "session-token-9q7f-never-logged"),
 ];
 
+/// The X-Ray daemon every function of this test sends its spans to.
+fn daemon() -> &'static Daemon {
+    static DAEMON: OnceLock<Daemon> = OnceLock::new();
+    DAEMON.get_or_init(|| Daemon::start(None).unwrap_or_else(|e| panic!("{e}")))
+}
+
+/// Where the functions send their spans (as `AWS_XRAY_DAEMON_ADDRESS`).
+fn traced() -> (&'static str, &'static str) {
+    static ADDRESS: OnceLock<String> = OnceLock::new();
+    let address = ADDRESS.get_or_init(|| daemon().address().to_string());
+    ("AWS_XRAY_DAEMON_ADDRESS", address.as_str())
+}
+
 /// The environment of a function using `dynamodb`, logging at TRACE.
 fn env_at_trace(dynamodb: &LocalDynamoDb) -> Vec<(&str, &str)> {
     let mut env = dynamodb.env();
     env.push(TRACE);
+    env.push(traced());
     env.extend(CREDENTIALS);
     env
 }
@@ -96,7 +114,7 @@ fn url_event(body: &str, base64: bool) -> Value {
 }
 
 fn password_hasher_at_trace() {
-    let emulator = start("password-hasher", &[TRACE]);
+    let emulator = start("password-hasher", &[TRACE, traced()]);
     let mut answers = hashed_and_verified(&emulator);
     answers.extend(refused(&emulator));
     answers.extend(not_json(&emulator));
@@ -370,4 +388,23 @@ async fn no_password_or_order_body_in_logs_or_answers_at_trace_level() {
     let dynamodb = LocalDynamoDb::start().await;
     let bodies = order_processor_at_trace(&dynamodb);
     arrow_worker_at_trace(&dynamodb, &bodies);
+    // Every invocation's spans are sent when it ends: all are in by now.
+    let spans = daemon().spans();
+    let invocations = spans.iter().filter(|s| s["name"] == "invocation").count();
+    assert!(
+        invocations >= 10,
+        "the invocations were traced: {invocations}"
+    );
+    let exported = serde_json::to_string(&spans).expect("spans as JSON");
+    assert_no_password("spans", &exported);
+    assert_no_body("spans", &exported, &bodies);
+    assert!(
+        !exported.contains(ORDER_MARKER),
+        "part of an order in the spans"
+    );
+    assert_no_credentials("spans", &exported);
+    eprintln!(
+        "{} spans of {invocations} invocations: no secret",
+        spans.len()
+    );
 }

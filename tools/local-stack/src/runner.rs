@@ -632,16 +632,23 @@ fn orders(
 }
 
 /// Where Zipkin shows the trace that stored the first of `bodies` (the
-/// invocation whose record span names its order id), once the daemon has it.
+/// invocation whose record span names its order id).
 fn order_trace(stack: &Stack, bodies: &[String]) -> Option<String> {
     let first: Value = serde_json::from_str(bodies.first()?).ok()?;
-    let order_id = first.get("order_id")?.as_str()?;
+    let order_id = first.get("order_id")?.as_str()?.to_owned();
+    trace_of(stack, |span| {
+        span["name"] == "record" && span["tags"]["order_id"].as_str() == Some(&order_id)
+    })
+}
+
+/// Where Zipkin shows the trace of the last span the daemon received that
+/// `wanted` picks, once it has one (within 2 s).
+fn trace_of(stack: &Stack, wanted: impl Fn(&Value) -> bool) -> Option<String> {
     let deadline = Instant::now() + Duration::from_secs(2);
     loop {
-        let found = stack.daemon.spans().into_iter().find(|span| {
-            span["name"] == "record" && span["tags"]["order_id"].as_str() == Some(order_id)
-        });
-        if let Some(trace_id) = found.as_ref().and_then(|span| span["traceId"].as_str()) {
+        let spans = stack.daemon.spans();
+        let found = spans.iter().rev().find(|span| wanted(span));
+        if let Some(trace_id) = found.and_then(|span| span["traceId"].as_str()) {
             return Some(stack.zipkin.trace_url(trace_id));
         }
         if Instant::now() >= deadline {
@@ -864,6 +871,9 @@ fn fan_out_report(stack: &Stack, step: usize, failures: &mut Vec<String>) -> Res
         ),
     };
     println!("   {} in {seconds:.1} s: {line}", execution.status);
+    if let Some(url) = trace_of(stack, |span| span["name"] == "merge") {
+        println!("   the run's trace: {url}");
+    }
     if !execution.succeeded() {
         failures.push(format!("{MACHINE}: {} {line}", execution.status));
     }

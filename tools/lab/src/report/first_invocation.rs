@@ -325,7 +325,10 @@ mod tests {
             "{md}"
         );
         assert!(md.starts_with(SECTION.0) && md.trim_end().ends_with(SECTION.1));
-        assert!(!md.contains("The cost of tracing"), "measured only in the full run");
+        assert!(
+            !md.contains("The cost of tracing"),
+            "measured only in the full run"
+        );
         let skipped = section(&Err("no limits".into()), &Machine::here());
         assert!(skipped.contains("Not measured: no limits."), "{skipped}");
     }
