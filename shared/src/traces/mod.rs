@@ -5,8 +5,9 @@
 //!   log) or `on`. The template sets `on` where Lambda's active tracing is on.
 //! - `AWS_XRAY_DAEMON_ADDRESS`: where spans go when `TRACING` is `on`
 //!   (`127.0.0.1:2000`). Lambda sets it with active tracing; so does the
-//!   local stack. Where no daemon runs (`sam local invoke`) it is unset, and
-//!   tracing stays off: `shared init done` says `tracing: "no daemon"`.
+//!   local stack. Where no daemon runs it is unset or empty (`sam local
+//!   invoke` sets it empty), and tracing stays off: `shared init done` says
+//!   `tracing: "no daemon"`.
 //!
 //! How spans leave the function ([`daemon`]): as OTLP protobuf in UDP
 //! datagrams to Lambda's X-Ray daemon, the way AWS's OpenTelemetry
@@ -78,7 +79,9 @@ impl Settings {
         match env.get(TRACING_VAR)?.as_deref().map(str::trim) {
             None | Some("off") => Ok(Self::Off),
             Some("on") => {
-                let Some(address) = env.get(DAEMON_ADDRESS_VAR)? else {
+                // `sam local invoke` sets it empty.
+                let address = env.get(DAEMON_ADDRESS_VAR)?;
+                let Some(address) = address.filter(|a| !a.trim().is_empty()) else {
                     return Ok(Self::NoDaemon);
                 };
                 let daemon = daemon_address(&address).ok_or_else(|| {

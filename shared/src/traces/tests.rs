@@ -31,6 +31,9 @@ fn off_is_the_default_and_on_sends_to_the_daemon_if_there_is_one() {
     // `sam local invoke` runs no daemon: nothing to send to, so no tracer.
     let no_daemon = Settings::from_env(&[("TRACING", "on")]).unwrap();
     assert_eq!(no_daemon, Settings::NoDaemon);
+    // `sam local invoke` sets the variable, empty.
+    let empty = [("TRACING", "on"), ("AWS_XRAY_DAEMON_ADDRESS", "")];
+    assert_eq!(Settings::from_env(&empty).unwrap(), Settings::NoDaemon);
     assert!(layer(no_daemon, &[]).unwrap().is_none());
     for (env, setting) in [
         (vec![("TRACING", "yes")], "TRACING"),
