@@ -118,6 +118,30 @@ pub fn start_as(
     Emulator::start(&rie, bootstrap, &spec, env, &log).unwrap_or_else(|e| panic!("{e}"))
 }
 
+/// The Arrow worker (two environments, waiting past them) with `env`, behind
+/// a Lambda Invoke API, as the local state machine calls it: the pool and
+/// the API (stopped on drop).
+pub fn worker_behind_invoke_api(
+    env: &[(&str, &str)],
+) -> (
+    std::sync::Arc<local_stack::pool::Pool>,
+    local_stack::lambda_api::LambdaApi,
+) {
+    use local_stack::lambda_api::{LambdaApi, Served};
+    use local_stack::pool::{Overflow, Size};
+    let size = Size {
+        environments: 2,
+        overflow: Overflow::Wait,
+    };
+    let pool = std::sync::Arc::new(pool(&template(), "arrow-worker", env, size));
+    let api = LambdaApi::start(vec![Served {
+        names: vec!["ArrowWorkerFunction".into(), "arrow-worker".into()],
+        pool: std::sync::Arc::clone(&pool),
+    }])
+    .unwrap_or_else(|e| panic!("{e}"));
+    (pool, api)
+}
+
 /// A pool of `size` environments of the function `name` of `template` (as
 /// [`start_from`] starts one), throttled past the size if `overflow` says so.
 pub fn pool(

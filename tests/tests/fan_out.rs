@@ -10,11 +10,11 @@
 use aws_sdk_dynamodb::Client as DynamoDb;
 use aws_sdk_dynamodb::types::{PutRequest, WriteRequest};
 use aws_sdk_s3::Client as S3;
-use e2e::{DataDir, LocalAnalytics, LocalDynamoDb, template};
+use e2e::{DataDir, LocalAnalytics, LocalDynamoDb};
 use futures::StreamExt;
 use local_stack::emulator::Invocation;
-use local_stack::lambda_api::{LambdaApi, Served};
-use local_stack::pool::{Overflow, Pool, Size};
+use local_stack::lambda_api::LambdaApi;
+use local_stack::pool::Pool;
 use order_processor::dynamodb::item;
 use order_processor::order::validate;
 use serde_json::{Value, json};
@@ -105,16 +105,7 @@ fn stack(ddb: LocalDynamoDb) -> Stack {
     let mut analytics = LocalAnalytics::new();
     let mut env = ddb.env();
     env.extend(analytics.env());
-    let size = Size {
-        environments: 2,
-        overflow: Overflow::Wait,
-    };
-    let pool = Arc::new(e2e::pool(&template(), "arrow-worker", &env, size));
-    let api = LambdaApi::start(vec![Served {
-        names: vec!["ArrowWorkerFunction".into(), "arrow-worker".into()],
-        pool: Arc::clone(&pool),
-    }])
-    .unwrap_or_else(|e| panic!("{e}"));
+    let (pool, api) = e2e::worker_behind_invoke_api(&env);
     analytics.start(&api.endpoint());
     Stack {
         ddb,

@@ -5,12 +5,9 @@
 use aws_sdk_sqs::types::{MessageSystemAttributeNameForSends, MessageSystemAttributeValue};
 use e2e::{LocalAnalytics, LocalDynamoDb, order_source, servers, servers_env, start, template};
 use local_stack::event_source::EventSource;
-use local_stack::lambda_api::{LambdaApi, Served};
-use local_stack::pool::{Overflow, Size};
 use local_stack::xray_daemon::Daemon;
 use local_stack::zipkin::Zipkin;
 use serde_json::Value;
-use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// A producer's trace header: a new X-Ray trace id (its first part the time),
@@ -192,16 +189,7 @@ async fn a_state_machine_run_is_one_trace_with_every_segment_and_the_merge() {
     let mut env = ddb.env();
     env.extend(analytics.env());
     env.push(("AWS_XRAY_DAEMON_ADDRESS", &address));
-    let size = Size {
-        environments: 2,
-        overflow: Overflow::Wait,
-    };
-    let pool = Arc::new(e2e::pool(&template(), "arrow-worker", &env, size));
-    let api = LambdaApi::start(vec![Served {
-        names: vec!["ArrowWorkerFunction".into(), "arrow-worker".into()],
-        pool: Arc::clone(&pool),
-    }])
-    .unwrap_or_else(|e| panic!("{e}"));
+    let (_pool, api) = e2e::worker_behind_invoke_api(&env);
     analytics.start(&api.endpoint());
     let client = analytics.client();
     let input = serde_json::json!({"query": {"group_by": "customer"}, "total_segments": SEGMENTS});
