@@ -181,7 +181,11 @@ pub fn start<C, E: std::fmt::Display>(
         .map_err(|e| InitError::Function(e.to_string().lines().collect::<Vec<_>>().join(" ")))?;
 
     let traces = traces::layer(trace_settings, env).map_err(InitError::Traces)?;
+    let traced = traces.is_some();
     logging::init(&log_settings, traces)?;
+    if traced {
+        traces::warm();
+    }
     let applied = allocator::apply(policy).map_err(InitError::Allocator)?;
     pool::build_global(vcpus.workers)?;
     tracing::info!(

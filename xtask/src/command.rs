@@ -54,6 +54,22 @@ pub fn package(name: &str, args: &[&str]) -> Command {
     command
 }
 
+/// A workspace package's binary with `args`, built as [`package`] builds it
+/// (its own features), then started without cargo: a cargo running it would
+/// hold the build directory's lock while the binary starts.
+pub fn package_binary(name: &str, args: &[&str]) -> Result<Command, String> {
+    run(cargo().args(["build", "--quiet", "--package", name]))?;
+    let mut command = Command::new(target_dir().join("debug").join(name));
+    command.current_dir(workspace_root()).args(args);
+    Ok(command)
+}
+
+/// Where cargo builds (`CARGO_TARGET_DIR`, or `target/`).
+pub fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map_or_else(|| workspace_root().join("target"), PathBuf::from)
+}
+
 /// A workspace package's binary, built as part of the whole workspace, with
 /// `args`. With the targets `cargo test --workspace` builds (libraries,
 /// binaries, tests, examples), `cargo build` resolves features as it does, so
@@ -71,9 +87,7 @@ pub fn workspace_binary(name: &str, args: &[&str]) -> Result<Command, String> {
         "--tests",
         "--examples",
     ]))?;
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map_or_else(|| workspace_root().join("target"), PathBuf::from);
-    let mut command = Command::new(target.join("debug").join(name));
+    let mut command = Command::new(target_dir().join("debug").join(name));
     command.current_dir(workspace_root()).args(args);
     Ok(command)
 }

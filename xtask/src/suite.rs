@@ -1,8 +1,11 @@
 //! `cargo xtask test`: the whole suite, step by step, with a timing per step
 //! and a closing `suite: N passed, N failed, N skipped` line.
 
-use crate::command::{cargo, package, run, run_or_skip, workspace_binary};
+use crate::command::{
+    cargo, describe, package, package_binary, run, run_or_skip, target_dir, workspace_binary,
+};
 use crate::{init_check, sam, user_changes};
+use std::fs::File;
 use std::time::{Duration, Instant};
 
 /// How a step ended, when it did not fail.
@@ -16,23 +19,11 @@ pub enum Outcome {
 type Step = (&'static str, fn() -> Result<Outcome, String>);
 
 /// The steps, in order: each later one may reuse what an earlier one built.
-const STEPS: [Step; 13] = [
-    ("install pinned tools", || {
-        passed(run(&mut package("local-stack", &["tools"])))
-    }),
-    ("cargo fmt --check", || {
-        passed(run(cargo().args(["fmt", "--all", "--check"])))
-    }),
-    ("cargo clippy -D warnings", || {
-        passed(run(cargo().args([
-            "clippy",
-            "--workspace",
-            "--all-targets",
-            "--",
-            "-D",
-            "warnings",
-        ])))
-    }),
+const STEPS: [Step; 11] = [
+    (
+        "install pinned tools, with fmt and clippy alongside",
+        || passed(install_alongside_lints()),
+    ),
     ("cargo test (unit, integration, end-to-end)", || {
         passed(run(cargo().args(["test", "--workspace"])))
     }),
@@ -60,9 +51,13 @@ const STEPS: [Step; 13] = [
     ("sam build (x86_64, quick build)", || {
         passed(sam_build_quick())
     }),
-    ("sam local invoke, every sample event (podman)", || {
-        sam_local(false)
-    }),
+    // One sample per function: every sample is answered by the sam-built
+    // functions in the user's-changes step and by the test builds in
+    // `emulator`; this step proves the SAM CLI's own container path.
+    (
+        "sam local invoke, one sample event per function (podman)",
+        || sam_local(true),
+    ),
     (
         "a user's changes: a new function (cargo xtask new-function)",
         || passed(user_changes::new_function()),
@@ -76,6 +71,43 @@ const STEPS: [Step; 13] = [
         || passed(user_changes::allocator_without_feature()),
     ),
 ];
+
+/// The pinned tools' install (mostly downloads: the network's time) while
+/// `cargo fmt --check` and `cargo clippy -D warnings` run (the CPU's). The
+/// local stack is built first, so the two never wait on one cargo lock; the
+/// install's output goes to a log, shown once both are done.
+fn install_alongside_lints() -> Result<(), String> {
+    let log_path = target_dir().join("suite-install.log");
+    let log = File::create(&log_path).map_err(|e| format!("{}: {e}", log_path.display()))?;
+    let mut install = package_binary("local-stack", &["tools"])?;
+    let err_log = log
+        .try_clone()
+        .map_err(|e| format!("{}: {e}", log_path.display()))?;
+    let mut child = install
+        .stdout(log)
+        .stderr(err_log)
+        .spawn()
+        .map_err(|e| format!("{}: {e}", describe(&install)))?;
+    let lints = run(cargo().args(["fmt", "--all", "--check"])).and_then(|()| {
+        run(cargo().args([
+            "clippy",
+            "--workspace",
+            "--all-targets",
+            "--",
+            "-D",
+            "warnings",
+        ]))
+    });
+    let installed = child
+        .wait()
+        .map_err(|e| format!("{}: {e}", describe(&install)));
+    eprintln!("\n--- {} (the install's output)", log_path.display());
+    eprint!("{}", std::fs::read_to_string(&log_path).unwrap_or_default());
+    match installed? {
+        status if status.success() => lints,
+        status => Err(format!("{} failed: {status}", describe(&install))),
+    }
+}
 
 /// `lab --quick`, built with the features of the step before (see
 /// [`workspace_binary`]): it runs the tests' debug builds anyway.

@@ -201,3 +201,20 @@ fn an_unsampled_invocation_sends_nothing() {
     });
     assert!(received(&daemon).is_empty());
 }
+
+#[test]
+fn warming_up_sends_nothing() {
+    let daemon = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let address: &'static str = daemon.local_addr().unwrap().to_string().leak();
+    let env = [("TRACING", "on"), ("AWS_XRAY_DAEMON_ADDRESS", address)];
+    let subscriber = tracing_subscriber::registry()
+        .with(layer(Settings::from_env(&env).unwrap(), &env).unwrap());
+    tracing::subscriber::with_default(subscriber, || {
+        warm();
+        // What init ends with: the spans that ended are sent.
+        let _ = tracing::info_span!("invocation").entered();
+    });
+    let spans = received(&daemon);
+    let names: Vec<&str> = spans.iter().map(|(_, s)| s.name.as_str()).collect();
+    assert_eq!(names, ["invocation"], "only what is not the warm-up");
+}

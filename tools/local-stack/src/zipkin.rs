@@ -4,7 +4,7 @@
 
 use crate::process::{Guard, free_port, wait_for_port};
 use crate::tools;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
@@ -14,8 +14,22 @@ const MAX_SPANS: u32 = 200_000;
 /// A running Zipkin.
 #[derive(Debug)]
 pub struct Zipkin {
+    // Fields drop in order: the process stops before its folder goes.
     _guard: Guard,
+    _scratch: Scratch,
     port: u16,
+}
+
+/// Java's temporary folder for one Zipkin, removed on drop: its HTTP server
+/// unpacks a native library (brotli) there at each start, which would
+/// otherwise pile up in `/tmp`.
+#[derive(Debug)]
+struct Scratch(PathBuf);
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 impl Zipkin {
@@ -26,9 +40,13 @@ impl Zipkin {
         let port = free_port().map_err(|e| e.to_string())?;
         let out = std::fs::File::create(log).map_err(|e| format!("{}: {e}", log.display()))?;
         let err = out.try_clone().map_err(|e| e.to_string())?;
+        let scratch = Scratch(PathBuf::from(format!("{}.tmp", log.display())));
+        let _ = std::fs::remove_dir_all(&scratch.0);
+        std::fs::create_dir_all(&scratch.0).map_err(|e| format!("{}: {e}", scratch.0.display()))?;
         let mut command = Command::new("java");
         command
             .arg("-Xmx256m")
+            .arg(format!("-Djava.io.tmpdir={}", scratch.0.display()))
             .arg("-jar")
             .arg(&jar)
             // Armeria's port, bound to loopback only (Zipkin's own
@@ -47,6 +65,7 @@ impl Zipkin {
             .map_err(|e| format!("Zipkin: {e}; see {}", log.display()))?;
         Ok(Self {
             _guard: guard,
+            _scratch: scratch,
             port,
         })
     }
