@@ -46,7 +46,7 @@ fn the_local_runner_shows_the_whole_application_working() {
     let summary = run(
         Options {
             keep: false,
-            visibility_timeout_s: 1,
+            visibility_timeout_s: local_stack::runner::DEFAULT_VISIBILITY_TIMEOUT_S,
             concurrency: 2,
             limits: local_stack::cgroup::Limits::from_env().expect("LOCAL_LIMITS"),
         },

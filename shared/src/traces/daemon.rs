@@ -26,7 +26,7 @@ pub(crate) const PROTOCOL_HEADER: &str = "{\"format\":\"json\",\"version\":1}\n"
 /// Marks a datagram of sampled OTLP spans.
 pub(crate) const SAMPLED_SPANS_PREFIX: &str = "T1S";
 /// Spans per datagram (as AWS's distributions send).
-pub(crate) const SPANS_PER_DATAGRAM: usize = 10;
+pub const SPANS_PER_DATAGRAM: usize = 10;
 /// Spans kept before they are sent even though no invocation ended.
 const BUFFERED_SPANS: usize = 200;
 /// The field the AWS SDK's per-operation span carries (`aws-api`).
@@ -38,7 +38,7 @@ pub(crate) const WARM_UP_SPAN: &str = "warm-up";
 
 /// Sends finished spans to the daemon.
 #[derive(Debug)]
-pub(crate) struct Processor {
+pub struct Processor {
     socket: UdpSocket,
     pending: Mutex<Vec<SpanData>>,
     resource: ResourceAttributesWithSchema,
@@ -46,7 +46,7 @@ pub(crate) struct Processor {
 
 impl Processor {
     /// A processor sending to `daemon`, from an unconnected local socket.
-    pub(crate) fn connect(daemon: SocketAddr) -> std::io::Result<Self> {
+    pub fn connect(daemon: SocketAddr) -> std::io::Result<Self> {
         let local: SocketAddr = if daemon.is_ipv4() {
             ([127, 0, 0, 1], 0).into()
         } else {

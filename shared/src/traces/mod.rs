@@ -28,7 +28,7 @@
 //! runtime (`Sampled=1`): Lambda samples, the function follows. An invocation
 //! without a header (a local run) starts a trace of its own.
 
-mod daemon;
+pub mod daemon;
 
 use crate::config::{ConfigError, Env};
 use opentelemetry::trace::{SpanContext, TracerProvider as _};

@@ -186,6 +186,8 @@ pub struct FirstInvocation {
     pub builds: &'static str,
     /// The TLS client's cold cost per crypto provider and roots.
     pub tls: Vec<super::tls::Row>,
+    /// What exporting an invocation's spans costs it, per export path.
+    pub export: Option<super::export::Export>,
 }
 
 /// Where the bootstraps are: `sam build`'s release builds, or the suite's debug builds.
@@ -262,11 +264,18 @@ pub fn measure(
         }
     }
     let tls = tls_cold_cost(scale, probes, &stack, tick)?;
+    let export_rounds = match scale {
+        Scale::Full => 300,
+        Scale::Quick => 20,
+    };
+    let export =
+        super::export::measure(&probes.path("mimalloc", "lab_export")?, export_rounds, tick)?;
     Ok(FirstInvocation {
         rows,
         floors,
         starts,
         tls,
+        export: Some(export),
         builds: match scale {
             Scale::Full => "release (`sam build`)",
             Scale::Quick => "debug (the suite's)",

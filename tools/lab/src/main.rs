@@ -27,6 +27,7 @@
 mod bcrypt;
 mod cold_start;
 mod concurrency;
+mod export;
 mod fan_out;
 mod first_invocation;
 mod machine;

@@ -16,7 +16,8 @@ pub const DEAD_LETTER_QUEUE_URL: &str =
 /// The package of the probes.
 const PACKAGE: &str = "lab-probes";
 /// The probes, one per function.
-const PROBES: [&str; 6] = [
+const PROBES: [&str; 7] = [
+    "lab_export",
     "lab_orders",
     "lab_concurrency",
     "lab_prewarm",

@@ -134,30 +134,14 @@ impl Emulator {
             ))
             .arg(bootstrap)
             .env_clear()
-            .env("PATH", "/usr/local/bin:/usr/bin:/bin")
-            .env("AWS_LAMBDA_FUNCTION_NAME", &spec.logical_id)
-            .env("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST")
-            .env(
-                "AWS_LAMBDA_FUNCTION_MEMORY_SIZE",
-                spec.memory_mb.to_string(),
-            )
-            .env("AWS_LAMBDA_FUNCTION_TIMEOUT", spec.timeout_s.to_string())
             // Every local environment starts when an invocation needs it, as
             // an on-demand cold start does (the test's own environment may
             // say otherwise: it is applied after these).
-            .env("AWS_LAMBDA_INITIALIZATION_TYPE", "on-demand")
-            .env("AWS_REGION", crate::local_aws::REGION)
-            .env("AWS_DEFAULT_REGION", crate::local_aws::REGION)
-            // Local runs never reach AWS: no instance-metadata lookups for
-            // credentials, and every AWS service not pointed elsewhere goes to
-            // a closed loopback port (fails at once).
-            .env("AWS_EC2_METADATA_DISABLED", "true")
-            .env("AWS_ENDPOINT_URL", crate::local_aws::NO_SERVER)
-            // Lambda's X-Ray daemon, which a function with active tracing
-            // sends its spans to: the local one when `extra_env` names it.
-            .env("AWS_XRAY_DAEMON_ADDRESS", crate::local_aws::NO_DAEMON)
-            .envs(spec.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-            .envs(extra_env.iter().copied())
+            .envs(lambda_env(
+                spec,
+                &[("AWS_LAMBDA_INITIALIZATION_TYPE", "on-demand")],
+                extra_env,
+            ))
             .stdin(Stdio::null())
             .stdout(out)
             .stderr(err);
@@ -221,27 +205,16 @@ impl Emulator {
             // Ignored in this mode (it runs /var/task/bootstrap), named anyway.
             .arg(format!("{TASK_ROOT}/bootstrap"))
             .env_clear()
-            .env("PATH", "/usr/local/bin:/usr/bin:/bin")
-            .env("AWS_LAMBDA_FUNCTION_NAME", &spec.logical_id)
-            .env("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST")
-            .env(
-                "AWS_LAMBDA_FUNCTION_MEMORY_SIZE",
-                spec.memory_mb.to_string(),
-            )
-            .env("AWS_LAMBDA_FUNCTION_TIMEOUT", spec.timeout_s.to_string())
             // What Lambda sets on Managed Instances (the emulator sets the
             // same in this mode).
-            .env("AWS_LAMBDA_INITIALIZATION_TYPE", "lambda-managed-instances")
-            .env("AWS_LAMBDA_MAX_CONCURRENCY", &max_concurrency)
-            .env("AWS_REGION", crate::local_aws::REGION)
-            .env("AWS_DEFAULT_REGION", crate::local_aws::REGION)
-            .env("AWS_EC2_METADATA_DISABLED", "true")
-            .env("AWS_ENDPOINT_URL", crate::local_aws::NO_SERVER)
-            // Lambda's X-Ray daemon, which a function with active tracing
-            // sends its spans to: the local one when `extra_env` names it.
-            .env("AWS_XRAY_DAEMON_ADDRESS", crate::local_aws::NO_DAEMON)
-            .envs(spec.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-            .envs(extra_env.iter().copied())
+            .envs(lambda_env(
+                spec,
+                &[
+                    ("AWS_LAMBDA_INITIALIZATION_TYPE", "lambda-managed-instances"),
+                    ("AWS_LAMBDA_MAX_CONCURRENCY", &max_concurrency),
+                ],
+                extra_env,
+            ))
             .stdin(Stdio::null())
             .stdout(out)
             .stderr(err);
@@ -712,6 +685,47 @@ fn sqs_trace_header(payload: &[u8]) -> Option<String> {
 
 /// The SQS system attribute holding a producer's X-Ray trace header.
 const ATTRIBUTE_NAME: &str = "AWSTraceHeader";
+
+/// A function's whole environment, for a command started with
+/// `env_clear()`: what Lambda sets in every environment, then `kind` (what
+/// one kind of environment adds), the template's variables, and `extra_env`,
+/// which wins.
+fn lambda_env<'a>(
+    spec: &'a Function,
+    kind: &[(&'a str, &'a str)],
+    extra_env: &[(&'a str, &'a str)],
+) -> Vec<(&'a str, String)> {
+    let mut env: Vec<(&str, String)> = vec![
+        ("PATH", "/usr/local/bin:/usr/bin:/bin".into()),
+        ("AWS_LAMBDA_FUNCTION_NAME", spec.logical_id.clone()),
+        ("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST".into()),
+        (
+            "AWS_LAMBDA_FUNCTION_MEMORY_SIZE",
+            spec.memory_mb.to_string(),
+        ),
+        ("AWS_LAMBDA_FUNCTION_TIMEOUT", spec.timeout_s.to_string()),
+        ("AWS_REGION", crate::local_aws::REGION.into()),
+        ("AWS_DEFAULT_REGION", crate::local_aws::REGION.into()),
+        // Local runs never reach AWS: no instance-metadata lookups for
+        // credentials, and every AWS service not pointed elsewhere goes to a
+        // closed loopback port (fails at once).
+        ("AWS_EC2_METADATA_DISABLED", "true".into()),
+        ("AWS_ENDPOINT_URL", crate::local_aws::NO_SERVER.into()),
+        // Lambda's X-Ray daemon, which a function with active tracing sends
+        // its spans to: the local one when `extra_env` names it.
+        (
+            "AWS_XRAY_DAEMON_ADDRESS",
+            crate::local_aws::NO_DAEMON.into(),
+        ),
+    ];
+    let later = kind
+        .iter()
+        .copied()
+        .chain(spec.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .chain(extra_env.iter().copied());
+    env.extend(later.map(|(k, v)| (k, v.to_owned())));
+    env
+}
 
 #[cfg(test)]
 mod tests {

@@ -295,8 +295,19 @@ impl<'a> EventSource<'a> {
                 .await
                 .map_err(|e| format!("delete from {}: {}", self.queue.url, error_text(&e)))?;
             if !output.failed.is_empty() {
+                // ElasticMQ refuses the handle of a message visible again.
+                let expired = output
+                    .failed
+                    .iter()
+                    .any(|f| f.code == "ReceiptHandleIsInvalid");
+                let hint = if expired {
+                    " (the batch took longer than the queue's visibility timeout: its messages \
+                     were visible again; give the queue a longer one)"
+                } else {
+                    ""
+                };
                 return Err(format!(
-                    "delete from {}: {:?}",
+                    "delete from {}: {:?}{hint}",
                     self.queue.url, output.failed
                 ));
             }

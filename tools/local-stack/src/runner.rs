@@ -52,8 +52,10 @@ pub struct Options {
     pub limits: Limits,
 }
 
-/// Default [`Options::visibility_timeout_s`].
-pub const DEFAULT_VISIBILITY_TIMEOUT_S: u32 = 2;
+/// Default [`Options::visibility_timeout_s`]: above a cold debug build's
+/// first batch under the order processor's CPU share (about 1.3 s here:
+/// init and invocation), so that no batch outlives its messages' visibility.
+pub const DEFAULT_VISIBILITY_TIMEOUT_S: u32 = 5;
 
 /// What the demonstration saw.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -4,6 +4,7 @@
 //! it in an existing report without running the rest of the lab.
 
 use super::splice::{self, Markers};
+use crate::export::Export;
 use crate::first_invocation::{
     FirstInvocation, NO_CONNECTIONS, NOT_SAMPLED, SHIPPED, STEADY, TRACING_OFF, Variant,
 };
@@ -38,6 +39,9 @@ pub fn section(measured: &Measured, machine: &Machine) -> String {
     rows_table(&mut md, measured);
     floors_table(&mut md, measured);
     tracing_table(&mut md, measured);
+    if let Some(export) = &measured.export {
+        export_table(&mut md, export);
+    }
     tls_table(&mut md, &measured.tls);
     let _ = writeln!(md, "\n{}", SECTION.1);
     md
@@ -215,6 +219,41 @@ fn tracing_table(md: &mut String, measured: &FirstInvocation) {
     }
 }
 
+/// What handing an invocation's spans off costs it, per way out of the
+/// function, against the shipped one.
+fn export_table(md: &mut String, export: &Export) {
+    let Some(shipped) = export.rows.first() else {
+        return;
+    };
+    let _ = writeln!(
+        md,
+        "\nWhy spans go to the X-Ray daemon (`tools/lab/src/export.rs`, probe \
+         `tools/lab/probes/examples/lab_export.rs`): the time an invocation spends handing off its \
+         spans (an order processor's batch of ten: {} spans), per way out of a Lambda function, as a \
+         function at {} MB (its CPU share), one environment, {} rounds with the three paths \
+         interleaved. The daemon is outside the environment, as Lambda's is; the OTLP collector runs \
+         inside it, as a collector extension does, and its answer is awaited (what an exporter \
+         flushing at the end of an invocation waits for); log lines go to the function's stdout, \
+         captured as Lambda captures it. Every path delivered every span (checked).\n",
+        export.spans, export.memory_mb, export.rounds
+    );
+    let _ = writeln!(
+        md,
+        "| export path | median µs | p90 µs | median / shipped |"
+    );
+    let _ = writeln!(md, "|---|---:|---:|---:|");
+    for row in &export.rows {
+        let _ = writeln!(
+            md,
+            "| {} | {:.0} | {:.0} | {:.2} |",
+            row.description,
+            row.median_us(),
+            row.p90_us(),
+            row.median_us() / shipped.median_us().max(1e-3)
+        );
+    }
+}
+
 /// The TLS client's cold cost, per crypto provider and roots.
 fn tls_table(md: &mut String, rows: &[tls::Row]) {
     let Some(first) = rows.first() else { return };
@@ -309,6 +348,21 @@ mod tests {
                 first_call_cpu_ms: vec![20.0],
                 second_call_ms: vec![1.5],
             }],
+            export: Some(Export {
+                memory_mb: 256,
+                spans: 21,
+                rounds: 3,
+                rows: vec![
+                    crate::export::Row {
+                        description: "datagrams",
+                        us: vec![20.0, 10.0, 30.0],
+                    },
+                    crate::export::Row {
+                        description: "a POST",
+                        us: vec![50.0, 40.0, 60.0],
+                    },
+                ],
+            }),
         };
         let md = section(&Ok(measured), &Machine::here());
         assert!(
@@ -318,6 +372,8 @@ mod tests {
             "{md}"
         );
         assert!(md.contains("| F | 256 | 8.0 | 10.0 | - | 2.0 |"), "{md}");
+        assert!(md.contains("| datagrams | 20 | 30 | 1.00 |"), "{md}");
+        assert!(md.contains("| a POST | 50 | 60 | 2.50 |"), "{md}");
         assert!(
             md.contains(
                 "| aws-lc (the SDK's default) | system and the run's authority | 2.0 | 170.0 | 20.0 | 1.5 |"
@@ -361,6 +417,7 @@ mod tests {
             starts: 1,
             builds: "release",
             tls: Vec::new(),
+            export: None,
         };
         let mut md = String::new();
         tracing_table(&mut md, &measured);
