@@ -321,6 +321,7 @@ mod tests {
             steady_ms: 5.0,
             cold_ms: 20.0,
             request_handshakes: 0,
+            unopened_at_init: 0,
             first_faults: None,
             cpu_ms: None,
         };
@@ -403,6 +404,7 @@ mod tests {
                 steady_ms,
                 cold_ms: 20.0,
                 request_handshakes: 0,
+                unopened_at_init: 0,
                 first_faults: None,
                 cpu_ms: None,
             }],
