@@ -108,8 +108,10 @@ fn received(socket: &std::net::UdpSocket) -> Vec<(String, ProtoSpan)> {
     spans
 }
 
-#[test]
-fn an_invocation_continues_the_lambda_trace_and_reaches_the_daemon_when_it_ends() {
+/// Run `spans` with tracing on and a daemon listening (the function named
+/// `orders`); what the daemon received by the end. `spans` gets the daemon's
+/// socket, to look at what it received so far.
+fn traced(spans: impl FnOnce(&std::net::UdpSocket)) -> Vec<(String, ProtoSpan)> {
     let daemon = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
     let address: &'static str = daemon.local_addr().unwrap().to_string().leak();
     let env = [
@@ -119,8 +121,14 @@ fn an_invocation_continues_the_lambda_trace_and_reaches_the_daemon_when_it_ends(
     ];
     let settings = Settings::from_env(&env).unwrap();
     let subscriber = tracing_subscriber::registry().with(layer(settings, &env).unwrap());
+    tracing::subscriber::with_default(subscriber, || spans(&daemon));
+    received(&daemon)
+}
+
+#[test]
+fn an_invocation_continues_the_lambda_trace_and_reaches_the_daemon_when_it_ends() {
     let producer = "Root=1-5759e988-00000000000000000000abcd;Parent=1111111111111111;Sampled=1";
-    tracing::subscriber::with_default(subscriber, || {
+    let spans = traced(|daemon| {
         let invocation = tracing::info_span!("invocation", request_id = "r-1");
         continue_trace(&invocation, Some(HEADER));
         invocation.in_scope(|| {
@@ -137,12 +145,11 @@ fn an_invocation_continues_the_lambda_trace_and_reaches_the_daemon_when_it_ends(
             });
         });
         assert!(
-            received(&daemon).is_empty(),
+            received(daemon).is_empty(),
             "nothing is sent before the invocation ends"
         );
         drop(invocation);
     });
-    let spans = received(&daemon);
     let names: Vec<&str> = spans.iter().map(|(_, s)| s.name.as_str()).collect();
     assert_eq!(
         names,
@@ -189,32 +196,21 @@ fn an_invocation_continues_the_lambda_trace_and_reaches_the_daemon_when_it_ends(
 
 #[test]
 fn an_unsampled_invocation_sends_nothing() {
-    let daemon = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
-    let address: &'static str = daemon.local_addr().unwrap().to_string().leak();
-    let env = [("TRACING", "on"), ("AWS_XRAY_DAEMON_ADDRESS", address)];
-    let subscriber = tracing_subscriber::registry()
-        .with(layer(Settings::from_env(&env).unwrap(), &env).unwrap());
-    tracing::subscriber::with_default(subscriber, || {
+    let spans = traced(|_| {
         let invocation = tracing::info_span!("invocation");
         continue_trace(&invocation, Some(&HEADER.replace("Sampled=1", "Sampled=0")));
         invocation.in_scope(|| tracing::info_span!("record").in_scope(|| ()));
     });
-    assert!(received(&daemon).is_empty());
+    assert!(spans.is_empty());
 }
 
 #[test]
 fn warming_up_sends_nothing() {
-    let daemon = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
-    let address: &'static str = daemon.local_addr().unwrap().to_string().leak();
-    let env = [("TRACING", "on"), ("AWS_XRAY_DAEMON_ADDRESS", address)];
-    let subscriber = tracing_subscriber::registry()
-        .with(layer(Settings::from_env(&env).unwrap(), &env).unwrap());
-    tracing::subscriber::with_default(subscriber, || {
+    let spans = traced(|_| {
         warm();
         // What init ends with: the spans that ended are sent.
         let _ = tracing::info_span!("invocation").entered();
     });
-    let spans = received(&daemon);
     let names: Vec<&str> = spans.iter().map(|(_, s)| s.name.as_str()).collect();
     assert_eq!(names, ["invocation"], "only what is not the warm-up");
 }
