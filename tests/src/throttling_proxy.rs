@@ -7,7 +7,7 @@ use crate::lock;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
-use std::net::{Ipv4Addr, TcpListener, TcpStream};
+use std::net::{Ipv4Addr, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -49,7 +49,7 @@ impl ThrottlingProxy {
     /// The proxy on a free loopback port, in front of DynamoDB Local's
     /// plain port `upstream`, throttling each order at most `per_order` times.
     pub fn start(upstream: u16, per_order: usize) -> Self {
-        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).expect("proxy listener");
+        let listener = local_stack::process::free_listener().expect("proxy listener");
         listener.set_nonblocking(true).expect("non-blocking");
         let port = listener.local_addr().expect("proxy address").port();
         let stats = Arc::new(ProxyStats::default());

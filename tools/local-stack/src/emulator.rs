@@ -39,7 +39,7 @@
 use crate::cgroup::{Cgroup, Limits};
 use crate::managed_instances::ManagedInstances;
 use crate::pool::{Invoked, Options};
-use crate::process::{Guard, free_port, wait_for_port};
+use crate::process::{Guard, free_port};
 use crate::task_root::{TASK_ROOT, TaskRoot};
 use crate::template::Function;
 use crate::trace_header::RuntimeProxy;
@@ -112,48 +112,45 @@ impl Emulator {
         limits: Limits,
     ) -> Result<Self, String> {
         let cgroup = Cgroup::for_function(spec.memory_mb, limits);
-        let port = free_port().map_err(|e| format!("free port: {e}"))?;
-        let api_port = free_port().map_err(|e| format!("free port: {e}"))?;
-        // Appending, so that lines written here (out of memory) land after the
-        // emulator's, never over them.
-        std::fs::File::create(log).map_err(|e| format!("{}: {e}", log.display()))?;
-        let (out, err) = appending(log)?;
-        let runtime_proxy = RuntimeProxy::start(([127, 0, 0, 1], api_port).into())?;
-        let mut command = Command::new(rie);
-        command
-            .arg("--runtime-interface-emulator-address")
-            .arg(format!("127.0.0.1:{port}"))
-            .arg("--runtime-api-address")
-            .arg(format!("127.0.0.1:{api_port}"))
-            // The emulator runs its bootstrap command with the runtime API's
-            // address; `env` points the function at the proxy instead.
-            .arg("/usr/bin/env")
-            .arg(format!(
-                "AWS_LAMBDA_RUNTIME_API={}",
-                runtime_proxy.address()
-            ))
-            .arg(bootstrap)
-            .env_clear()
-            // Every local environment starts when an invocation needs it, as
-            // an on-demand cold start does (the test's own environment may
-            // say otherwise: it is applied after these).
-            .envs(lambda_env(
-                spec,
-                &[("AWS_LAMBDA_INITIALIZATION_TYPE", "on-demand")],
-                extra_env,
-            ))
-            .stdin(Stdio::null())
-            .stdout(out)
-            .stderr(err);
-        let guard = Guard::spawn(format!("emulator for {}", spec.logical_id), &mut command)?;
-        // The emulator starts the function at the first invocation, so the
-        // function starts inside the cgroup too.
-        if let Some(cgroup) = &cgroup {
-            cgroup.add(guard.pid())?;
-        }
-        wait_for_port(port, Duration::from_secs(10))?;
+        let (guard, port, runtime_proxy) = spawn_listening(log, |port, api_port| {
+            let (out, err) = appending(log)?;
+            let runtime_proxy = RuntimeProxy::start(([127, 0, 0, 1], api_port).into())?;
+            let mut command = Command::new(rie);
+            command
+                .arg("--runtime-interface-emulator-address")
+                .arg(format!("127.0.0.1:{port}"))
+                .arg("--runtime-api-address")
+                .arg(format!("127.0.0.1:{api_port}"))
+                // The emulator runs its bootstrap command with the runtime API's
+                // address; `env` points the function at the proxy instead.
+                .arg("/usr/bin/env")
+                .arg(format!(
+                    "AWS_LAMBDA_RUNTIME_API={}",
+                    runtime_proxy.address()
+                ))
+                .arg(bootstrap)
+                .env_clear()
+                // Every local environment starts when an invocation needs it, as
+                // an on-demand cold start does (the test's own environment may
+                // say otherwise: it is applied after these).
+                .envs(lambda_env(
+                    spec,
+                    &[("AWS_LAMBDA_INITIALIZATION_TYPE", "on-demand")],
+                    extra_env,
+                ))
+                .stdin(Stdio::null())
+                .stdout(out)
+                .stderr(err);
+            let guard = Guard::spawn(format!("emulator for {}", spec.logical_id), &mut command)?;
+            // The emulator starts the function at the first invocation, so the
+            // function starts inside the cgroup too.
+            if let Some(cgroup) = &cgroup {
+                cgroup.add(guard.pid())?;
+            }
+            Ok((guard, Some(runtime_proxy)))
+        })?;
         let mut emulator = Self::running(guard, cgroup, None, None, spec, port, log);
-        emulator.runtime_proxy = Some(runtime_proxy);
+        emulator.runtime_proxy = runtime_proxy;
         Ok(emulator)
     }
 
@@ -181,48 +178,52 @@ impl Emulator {
         }
         let task_root = TaskRoot::lease()?;
         let cgroup = Cgroup::for_function_on(spec.memory_mb, Some(managed), limits);
-        let port = free_port().map_err(|e| format!("free port: {e}"))?;
-        let api_port = free_port().map_err(|e| format!("free port: {e}"))?;
-        std::fs::File::create(log).map_err(|e| format!("{}: {e}", log.display()))?;
-        let (out, err) = appending(log)?;
-        // In the cgroup from the first instruction, then in the namespace.
-        let unshare = Path::new("unshare");
-        let mut command = cgroup
-            .as_ref()
-            .map_or_else(|| Command::new(unshare), |c| c.command(unshare));
-        command
-            .args(["--mount", "--propagation", "private", "--", "sh", "-c"])
-            .arg(IN_NAMESPACE)
-            .arg("sh")
-            .arg(&bootstrap);
-        let max_concurrency = managed.max_concurrency.to_string();
-        command
-            .arg(rie)
-            .arg("--runtime-interface-emulator-address")
-            .arg(format!("127.0.0.1:{port}"))
-            .arg("--runtime-api-address")
-            .arg(format!("127.0.0.1:{api_port}"))
-            // Ignored in this mode (it runs /var/task/bootstrap), named anyway.
-            .arg(format!("{TASK_ROOT}/bootstrap"))
-            .env_clear()
-            // What Lambda sets on Managed Instances (the emulator sets the
-            // same in this mode).
-            .envs(lambda_env(
-                spec,
-                &[
-                    ("AWS_LAMBDA_INITIALIZATION_TYPE", "lambda-managed-instances"),
-                    ("AWS_LAMBDA_MAX_CONCURRENCY", &max_concurrency),
-                ],
-                extra_env,
-            ))
-            .stdin(Stdio::null())
-            .stdout(out)
-            .stderr(err);
-        let mut guard = Guard::spawn(
-            format!("emulator for {} (Managed Instances)", spec.logical_id),
-            &mut command,
-        )?;
-        listening(&mut guard, port, log)?;
+        let (guard, port, _) = spawn_listening(log, |port, api_port| {
+            let (out, err) = appending(log)?;
+            // In the cgroup from the first instruction, then in the namespace.
+            let unshare = Path::new("unshare");
+            let mut command = cgroup
+                .as_ref()
+                .map_or_else(|| Command::new(unshare), |c| c.command(unshare));
+            command
+                .args(["--mount", "--propagation", "private", "--", "sh", "-c"])
+                .arg(IN_NAMESPACE)
+                .arg("sh")
+                .arg(&bootstrap);
+            let max_concurrency = managed.max_concurrency.to_string();
+            command
+                .arg(rie)
+                .arg("--runtime-interface-emulator-address")
+                .arg(format!("127.0.0.1:{port}"))
+                .arg("--runtime-api-address")
+                .arg(format!("127.0.0.1:{api_port}"))
+                // Ignored in this mode (it runs /var/task/bootstrap), named anyway.
+                .arg(format!("{TASK_ROOT}/bootstrap"))
+                .env_clear()
+                // What Lambda sets on Managed Instances (the emulator sets the
+                // same in this mode).
+                .envs(lambda_env(
+                    spec,
+                    &[
+                        ("AWS_LAMBDA_INITIALIZATION_TYPE", "lambda-managed-instances"),
+                        ("AWS_LAMBDA_MAX_CONCURRENCY", &max_concurrency),
+                    ],
+                    extra_env,
+                ))
+                .stdin(Stdio::null())
+                .stdout(out)
+                .stderr(err);
+            let guard = Guard::spawn(
+                format!("emulator for {} (Managed Instances)", spec.logical_id),
+                &mut command,
+            )?;
+            Ok((guard, ()))
+        })
+        .map_err(|e| {
+            format!(
+                "{e}\n(a Managed Instances environment also needs root, for its mount namespace)"
+            )
+        })?;
         Ok(Self::running(
             guard,
             cgroup,
@@ -548,8 +549,42 @@ fn appending(log: &Path) -> Result<(std::fs::File, std::fs::File), String> {
     Ok((out, err))
 }
 
+/// How many times an emulator is started on fresh ports when it lost one of
+/// its two to another process between their choice and its bind.
+const BIND_ATTEMPTS: u32 = 3;
+
+/// The emulator `spawn` starts (with whatever it needs beside, such as a
+/// runtime API proxy) on two free ports, its own and its runtime API's, its
+/// output going to `log` (emptied first), once it listens on the first. Again
+/// on other ports when it exits because one was taken meanwhile: another
+/// server bound it first ("address already in use" in its log).
+fn spawn_listening<T>(
+    log: &Path,
+    mut spawn: impl FnMut(u16, u16) -> Result<(Guard, T), String>,
+) -> Result<(Guard, u16, T), String> {
+    let mut attempt = 1;
+    loop {
+        let port = free_port().map_err(|e| format!("free port: {e}"))?;
+        let api_port = free_port().map_err(|e| format!("free port: {e}"))?;
+        // Emptied here; the emulator appends, so that lines written by this
+        // crate (out of memory) land after its own, never over them.
+        std::fs::File::create(log).map_err(|e| format!("{}: {e}", log.display()))?;
+        let (mut guard, beside) = spawn(port, api_port)?;
+        match listening(&mut guard, port, log) {
+            Ok(()) => return Ok((guard, port, beside)),
+            Err(_) if attempt < BIND_ATTEMPTS && lost_a_port(log) => attempt += 1,
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// Whether the emulator logging to `log` could not bind one of its ports.
+fn lost_a_port(log: &Path) -> bool {
+    std::fs::read_to_string(log).is_ok_and(|logs| logs.contains("address already in use"))
+}
+
 /// Wait until the emulator of `guard` listens on `port`; `Err` with the end
-/// of its `log` if it exits first (no namespace without root, init failed).
+/// of its `log` if it exits first (its init failed, a port was taken).
 fn listening(guard: &mut Guard, port: u16, log: &Path) -> Result<(), String> {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
@@ -559,7 +594,7 @@ fn listening(guard: &mut Guard, port: u16, log: &Path) -> Result<(), String> {
         if let Some(status) = guard.exited() {
             let logs = std::fs::read_to_string(log).unwrap_or_default();
             return Err(format!(
-                "the emulator exited ({status}) before it listened (its init failed, or no mount namespace: that needs root); the end of its log ({}):\n{}",
+                "the emulator exited ({status}) before it listened; the end of its log ({}):\n{}",
                 log.display(),
                 log_end(&logs)
             ));
@@ -730,6 +765,44 @@ fn lambda_env<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A stand-in for the emulator: a shell that, like it, logs the bind
+    /// error and exits when `taken`, or else listens on `port`.
+    fn stand_in(port: u16, taken: bool, log: &Path) -> Result<(Guard, ()), String> {
+        let (out, err) = appending(log)?;
+        let script = if taken {
+            "echo 'listen tcp 127.0.0.1:1: bind: address already in use'; exit 2".to_owned()
+        } else {
+            format!(
+                "exec python3 -c 'import socket,time; s=socket.socket(); s.bind((\"127.0.0.1\", {port})); s.listen(); time.sleep(60)'"
+            )
+        };
+        let mut command = Command::new("sh");
+        command.args(["-c", &script]).stdout(out).stderr(err);
+        Ok((Guard::spawn("stand-in", &mut command)?, ()))
+    }
+
+    #[test]
+    fn an_emulator_that_lost_a_port_is_started_again_on_others() {
+        let log = std::env::temp_dir().join(format!("lost-port-{}.log", std::process::id()));
+        let mut attempts = Vec::new();
+        let (_guard, port, ()) = spawn_listening(&log, |port, api_port| {
+            attempts.push((port, api_port));
+            stand_in(port, attempts.len() == 1, &log)
+        })
+        .expect("listening at the second attempt");
+        assert_eq!(attempts.len(), 2);
+        assert_eq!(port, attempts[1].0);
+        assert_ne!(attempts[0], attempts[1], "other ports");
+        let mut again = 0;
+        let refused = spawn_listening(&log, |port, _| {
+            again += 1;
+            stand_in(port, true, &log)
+        });
+        assert!(refused.is_err_and(|e| e.contains("address already in use")));
+        assert_eq!(again, BIND_ATTEMPTS, "then it gives up");
+        let _ = std::fs::remove_file(&log);
+    }
 
     #[test]
     fn an_sqs_batch_continues_its_first_messages_trace() {

@@ -97,7 +97,7 @@ impl FunctionUrl {
         invoke: Invoke,
     ) -> Result<Self, String> {
         let context = |e: std::io::Error| format!("{} Function URL: {e}", function.logical_id);
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").map_err(context)?;
+        let listener = crate::process::free_listener().map_err(context)?;
         listener.set_nonblocking(true).map_err(context)?;
         let port = listener.local_addr().map_err(context)?.port();
         let runtime = tokio::runtime::Builder::new_current_thread()

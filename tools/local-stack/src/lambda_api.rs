@@ -158,8 +158,8 @@ impl LambdaApi {
     }
 
     fn serve(functions: Vec<Target>, limits: Limits) -> Result<Self, String> {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0")
-            .map_err(|e| format!("Lambda API: bind: {e}"))?;
+        let listener =
+            crate::process::free_listener().map_err(|e| format!("Lambda API: bind: {e}"))?;
         let port = listener
             .local_addr()
             .map_err(|e| format!("Lambda API: {e}"))?

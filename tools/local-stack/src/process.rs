@@ -105,11 +105,38 @@ pub fn signal(pid: u32, signal: &str) -> Result<(), String> {
     }
 }
 
-/// A free TCP port on 127.0.0.1 (the OS picks it; the listener is closed at once).
+/// How many of the ports [`free_port`] handed out it remembers.
+const REMEMBERED_PORTS: usize = 1024;
+
+/// A free TCP port on 127.0.0.1 (the OS picks it; the listener is closed at
+/// once), never one of the last [`REMEMBERED_PORTS`] this process was given
+/// (see [`free_listener`]).
 pub fn free_port() -> std::io::Result<u16> {
-    Ok(TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?
-        .local_addr()?
-        .port())
+    Ok(free_listener()?.local_addr()?.port())
+}
+
+/// A listener on a free 127.0.0.1 port, never one of the last
+/// [`REMEMBERED_PORTS`] [`free_port`] or this gave: the OS may hand a port it
+/// just freed out again (about once in 20,000 pairs here), and two servers
+/// started one after the other would then race for one port, or a listener
+/// take the port a server was about to bind.
+pub fn free_listener() -> std::io::Result<TcpListener> {
+    static GIVEN: Mutex<std::collections::VecDeque<u16>> =
+        Mutex::new(std::collections::VecDeque::new());
+    loop {
+        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?;
+        let port = listener.local_addr()?.port();
+        let mut given = GIVEN
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if !given.contains(&port) {
+            if given.len() == REMEMBERED_PORTS {
+                given.pop_front();
+            }
+            given.push_back(port);
+            return Ok(listener);
+        }
+    }
 }
 
 /// Wait until something accepts connections on `127.0.0.1:port`.
@@ -196,6 +223,18 @@ impl Drop for Guard {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn free_port_hands_out_no_port_twice_within_its_memory() {
+        // The OS's own choice repeats about 10 times in 768 binds (the
+        // ephemeral range holds about 28,000 ports); the rest of the memory is
+        // room for the other tests' ports meanwhile.
+        let ports: Vec<u16> = (0..REMEMBERED_PORTS * 3 / 4)
+            .map(|_| free_port().expect("port"))
+            .collect();
+        let distinct: std::collections::BTreeSet<_> = ports.iter().collect();
+        assert_eq!(distinct.len(), ports.len());
+    }
 
     #[test]
     fn stop_also_ends_descendants_in_other_groups() {

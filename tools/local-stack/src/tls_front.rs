@@ -107,7 +107,7 @@ impl TlsFront {
         .with_single_cert(vec![certificate, authority.certificate.clone()], key)
         .map_err(tls)?;
         let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").map_err(tls)?;
+        let listener = crate::process::free_listener().map_err(tls)?;
         listener.set_nonblocking(true).map_err(tls)?;
         let port = listener.local_addr().map_err(tls)?.port();
         let (stop, stopped) = oneshot::channel();

@@ -42,8 +42,8 @@ impl RuntimeProxy {
     /// A proxy on a free 127.0.0.1 port in front of the runtime API on
     /// `upstream`.
     pub fn start(upstream: SocketAddr) -> Result<Self, String> {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0")
-            .map_err(|e| format!("runtime API proxy: {e}"))?;
+        let listener =
+            crate::process::free_listener().map_err(|e| format!("runtime API proxy: {e}"))?;
         let address = listener.local_addr().map_err(|e| e.to_string())?;
         listener.set_nonblocking(true).map_err(|e| e.to_string())?;
         let next = Arc::new(Mutex::new(None));
