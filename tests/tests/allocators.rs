@@ -3,9 +3,11 @@
 //! workspace declare: cargo unifies `shared`'s allocator features across the
 //! workspace, and that must not decide which allocator a binary gets. The
 //! suite also runs this on a scratch copy whose functions each declare
-//! another allocator, built by `sam build` (`E2E_BOOTSTRAPS`).
+//! another allocator, built by `sam build` (`E2E_BOOTSTRAPS`). There, where
+//! each function is built with its own features, a function without the
+//! tracing exporter in its manifest's `default` features must say so too.
 
-use e2e::{functions, json_lines, start, workspace_root};
+use e2e::{BOOTSTRAPS, functions, json_lines, start, workspace_root};
 
 /// The allocator `main.rs` of function `name` declares, lower-cased as the
 /// init log line names it (`Mimalloc` is `mimalloc`).
@@ -26,6 +28,21 @@ fn declared_allocator(name: &str) -> String {
     declared[0].trim().to_lowercase()
 }
 
+/// What `shared init done` says of tracing for function `name` built with its
+/// own features: `TRACING` is on in the template and the emulator names a
+/// daemon, so "on" when its manifest's `default` features name `traces`.
+fn declared_tracing(name: &str) -> &'static str {
+    let path = workspace_root()
+        .join("functions")
+        .join(name)
+        .join("Cargo.toml");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let traced = text
+        .lines()
+        .any(|line| line.starts_with("default = ") && line.contains("\"traces\""));
+    if traced { "on" } else { "not built in" }
+}
+
 #[test]
 fn every_function_is_served_by_the_allocator_its_main_declares() {
     for name in functions() {
@@ -40,6 +57,13 @@ fn every_function_is_served_by_the_allocator_its_main_declares() {
             .collect();
         assert_eq!(init.len(), 1, "{name}: one init line:\n{logs}");
         assert_eq!(init[0]["allocator"], expected.as_str(), "{name}:\n{logs}");
+        if std::env::var_os(BOOTSTRAPS).is_some() {
+            assert_eq!(
+                init[0]["tracing"],
+                declared_tracing(&name),
+                "{name}:\n{logs}"
+            );
+        }
         eprintln!("{name}: served by {expected}");
     }
 }

@@ -19,10 +19,11 @@
 //! - `check-init`  start a project with `sam init` from this git repository
 //!   (also a suite step) and from the template zip (`scaffold`), and run the
 //!   zip project's unit tests
-//! - `lab [--quick | power | bcrypt | fan-out | first-invocation | concurrency]`  the performance lab (the `lab` crate): `BENCHMARKS.md` and
+//! - `lab [--quick | power | bcrypt | cold-start | fan-out | first-invocation | concurrency]`  the performance lab (the `lab` crate): `BENCHMARKS.md` and
 //!   its plots; `--quick` is the suite's small run that checks properties only;
 //!   `power` re-measures only the memory sizes (power tuning) and rewrites their part,
-//!   `bcrypt` the same for the bcrypt section, `fan-out` for the Step Functions
+//!   `bcrypt` the same for the bcrypt section, `cold-start` for init and binary
+//!   sizes (with and without the tracing exporter), `fan-out` for the Step Functions
 //!   fan-out against one function, `first-invocation` for the first invocation
 //!   against the steady state
 //! - `new-function NAME`  add a working function: the crate `functions/NAME/`,
@@ -48,7 +49,7 @@ mod user_changes;
 use command::{package, run};
 use std::process::{Command, ExitCode};
 
-const USAGE: &str = "usage: cargo xtask <tools | test | run [--release] [--keep] [--visibility-timeout SECONDS] | build-arm64 | bcrypt-differential [--arm64] | sam-local [--quick] | check-init | lab [--quick | power | bcrypt | fan-out | first-invocation | concurrency] | new-function NAME | user-changes>";
+const USAGE: &str = "usage: cargo xtask <tools | test | run [--release] [--keep] [--visibility-timeout SECONDS] | build-arm64 | bcrypt-differential [--arm64] | sam-local [--quick] | check-init | lab [--quick | power | bcrypt | cold-start | fan-out | first-invocation | concurrency] | new-function NAME | user-changes>";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();

@@ -59,12 +59,15 @@ pub fn new_function() -> Result<(), String> {
 }
 
 /// In the copy of [`new_function`], the new function on the allocator of
-/// [`MIX`] too: `sam build` of the mix, then every sample event answered by
-/// the sam-built functions under the emulator, each served by its allocator.
+/// [`MIX`] too, and without the tracing exporter: `sam build` of the mix,
+/// then every sample event answered by the sam-built functions under the
+/// emulator, each served by its allocator, the new one saying it has no
+/// tracing built in.
 pub fn mixed_allocators() -> Result<(), String> {
     let copy = existing_copy()?;
     let (function, kind, feature) = MIX[3];
     switch_allocator(&copy.join("functions").join(function), kind, feature)?;
+    without_traces(&copy.join("functions").join(function))?;
     let template = copy.join("template.yaml");
     let built = copy.join(BUILD_DIR);
     run(sam(&[
@@ -95,6 +98,21 @@ fn test_in_copy(copy: &Path, tests: &[&str]) -> Command {
         args.extend(["--test", test]);
     }
     in_copy(copy, &args)
+}
+
+/// The function in `dir` without its default feature `traces` (the tracing
+/// exporter), as its README says to drop it.
+fn without_traces(dir: &Path) -> Result<(), String> {
+    let manifest = dir.join("Cargo.toml");
+    let text = read(&manifest)?;
+    let dropped = text.replace("default = [\"traces\"]", "default = []");
+    if dropped == text {
+        return Err(format!(
+            "{}: no `default = [\"traces\"]`",
+            manifest.display()
+        ));
+    }
+    write(&manifest, &dropped)
 }
 
 /// In the copy: a function that declares an allocator whose feature it did

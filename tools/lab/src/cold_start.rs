@@ -1,6 +1,6 @@
 //! Cold start: each function's init duration under the runtime interface
 //! emulator (release build from `sam build`), and the size of each bootstrap
-//! for x86_64 and arm64.
+//! for x86_64 and arm64, and for x86_64 without the tracing exporter.
 
 use super::stack::{init_durations_ms, logs_dir};
 use super::stats::median;
@@ -26,6 +26,9 @@ pub struct Row {
     pub all_ms: Vec<f64>,
     /// Bootstrap size in MiB per architecture, in [`BUILD_DIRS`] order.
     pub sizes_mib: Vec<Option<f64>>,
+    /// x86_64 bootstrap size in MiB built without the function's default
+    /// feature `traces` (the OpenTelemetry exporter).
+    pub without_traces_mib: Option<f64>,
 }
 
 /// The bootstrap of `logical_id` in build dir `dir`.
@@ -50,11 +53,7 @@ pub fn measure(tick: &dyn Fn(&str)) -> Result<Vec<Row>, String> {
         let all_ms = init_durations_ms(&rie, &binary, &function, &[], log, STARTS)?;
         let sizes_mib = BUILD_DIRS
             .iter()
-            .map(|(_, dir)| {
-                std::fs::metadata(bootstrap(dir, &function.logical_id))
-                    .ok()
-                    .map(|m| m.len() as f64 / f64::from(1 << 20))
-            })
+            .map(|(_, dir)| size_mib(&bootstrap(dir, &function.logical_id)))
             .collect();
         rows.push(Row {
             function: function.logical_id,
@@ -62,7 +61,23 @@ pub fn measure(tick: &dyn Fn(&str)) -> Result<Vec<Row>, String> {
             init_ms: median(all_ms.clone()),
             all_ms,
             sizes_mib,
+            without_traces_mib: None,
         });
     }
+    // After every start: these builds replace cargo's copy of each function
+    // (not `sam build`'s, measured above).
+    for (row, function) in rows.iter_mut().zip(template.functions()?) {
+        tick(&format!("size without traces: {}", function.binary));
+        let built =
+            local_stack::sam::release_bootstrap(&function.binary, &["--no-default-features"])?;
+        row.without_traces_mib = size_mib(&built);
+    }
     Ok(rows)
+}
+
+/// The size of the file at `path` in MiB, if there is one.
+fn size_mib(path: &std::path::Path) -> Option<f64> {
+    std::fs::metadata(path)
+        .ok()
+        .map(|m| m.len() as f64 / f64::from(1 << 20))
 }

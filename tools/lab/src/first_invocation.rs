@@ -589,25 +589,24 @@ fn environment(
     ) else {
         return Err(format!("{}: no init or invoke durations", log.display()));
     };
-    let at_init = |field: &str| -> usize {
-        json_lines(&logs)
-            .filter(|l| {
-                l["message"]
-                    .as_str()
-                    .is_some_and(|m| m.ends_with("connections opened"))
-            })
-            .filter_map(|l| l[field].as_u64())
-            .map(|n| usize::try_from(n).unwrap_or(0))
-            .sum()
-    };
-    let opened_at_init = at_init("answered");
+    // Init's connections: opened (answered) and given up on (failed).
+    let (opened_at_init, unopened_at_init) = json_lines(&logs)
+        .filter(|l| {
+            l["message"]
+                .as_str()
+                .is_some_and(|m| m.ends_with("connections opened"))
+        })
+        .fold((0, 0), |(answered, failed), l| {
+            let count = |field: &str| usize::try_from(l[field].as_u64().unwrap_or(0)).unwrap_or(0);
+            (answered + count("answered"), failed + count("failed"))
+        });
     Ok(Start {
         init_ms,
         first_ms,
         steady_ms: median(durations[1..].to_vec()),
         cold_ms,
         request_handshakes: (stack.handshakes() - before).saturating_sub(opened_at_init),
-        unopened_at_init: at_init("failed"),
+        unopened_at_init,
         first_faults: run(&first, "minor_faults").map(|f| f as u64),
         cpu_ms: run(&first, "cpu_ms")
             .filter(|_| steady_cpu_ms.len() == STEADY)

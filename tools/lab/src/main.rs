@@ -3,8 +3,9 @@
 //! memory size) and writes `BENCHMARKS.md` with SVG plots in `tools/lab/plots/`.
 //! `cargo xtask lab power` measures only the memory sizes (power tuning) and
 //! replaces their part of an existing `BENCHMARKS.md`; `cargo xtask lab bcrypt`,
-//! `cargo xtask lab fan-out` and `cargo xtask lab first-invocation` do the same
-//! for the bcrypt, the fan-out and the first-invocation sections, and
+//! `cargo xtask lab cold-start`, `cargo xtask lab fan-out` and `cargo xtask lab
+//! first-invocation` do the same for the bcrypt, the cold-start (with binary
+//! sizes), the fan-out and the first-invocation sections, and
 //! `cargo xtask lab concurrency` for many requests in one environment.
 //! `cargo xtask lab --quick` runs the same code small on the suite's debug
 //! builds, writes into `target/lab-quick/`, and checks only what must hold
@@ -65,11 +66,12 @@ fn main() -> ExitCode {
         ["--quick"] => run::run(Scale::Quick, &|| Ok(())),
         ["power"] => one_section::power_only(),
         ["bcrypt"] => one_section::bcrypt_only(),
+        ["cold-start"] => one_section::cold_start_only(),
         ["fan-out"] => one_section::fan_out_only(),
         ["first-invocation"] => one_section::first_invocation_only(),
         ["concurrency"] => one_section::concurrency_only(),
         _ => Err(
-            "usage: lab [--quick | power | bcrypt | fan-out | first-invocation | concurrency]"
+            "usage: lab [--quick | power | bcrypt | cold-start | fan-out | first-invocation | concurrency]"
                 .to_owned(),
         ),
     };

@@ -1,8 +1,10 @@
-//! `cargo xtask lab power | bcrypt | fan-out | first-invocation | concurrency`: measure one
+//! `cargo xtask lab power | bcrypt | cold-start | fan-out | first-invocation | concurrency`: measure one
 //! section and replace its part of an existing `BENCHMARKS.md`.
 
 use crate::scale::Scale;
-use crate::{bcrypt, concurrency, fan_out, first_invocation, machine, probes, report, tuning};
+use crate::{
+    bcrypt, cold_start, concurrency, fan_out, first_invocation, machine, probes, report, tuning,
+};
 use indicatif::{ProgressBar, ProgressStyle};
 use local_stack::workspace_root;
 use std::time::Duration;
@@ -34,6 +36,23 @@ pub fn power_only() -> Result<(), String> {
     report::rewrite_power(&workspace_root(), &Ok(curves), &machine)?;
     println!(
         "lab: wrote the power tuning into {}",
+        workspace_root().join("BENCHMARKS.md").display()
+    );
+    Ok(())
+}
+
+/// `lab cold-start`: measure each function's init and binary size (building
+/// the x86_64 release bootstraps first, and each function without its
+/// tracing exporter) and replace their section in `BENCHMARKS.md`.
+pub fn cold_start_only() -> Result<(), String> {
+    report::cold_start_rewritable(&workspace_root())?;
+    tuning::build()?;
+    let bar = spinner()?;
+    let rows = cold_start::measure(&|message: &str| bar.set_message(message.to_owned()))?;
+    bar.finish_and_clear();
+    report::rewrite_cold_start(&workspace_root(), &rows)?;
+    println!(
+        "lab: wrote the cold-start section into {}",
         workspace_root().join("BENCHMARKS.md").display()
     );
     Ok(())

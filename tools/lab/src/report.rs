@@ -1,6 +1,7 @@
 //! `BENCHMARKS.md` and its plots, written from one lab run's measurements.
 
 mod bcrypt;
+mod cold_start;
 mod concurrency;
 mod fan_out;
 mod first_invocation;
@@ -8,6 +9,7 @@ mod power;
 mod splice;
 
 pub use bcrypt::{rewritable as bcrypt_rewritable, rewrite as rewrite_bcrypt};
+pub use cold_start::{rewritable as cold_start_rewritable, rewrite as rewrite_cold_start};
 pub use concurrency::{
     Measurement as ConcurrencyMeasurement, rewritable as concurrency_rewritable,
     rewrite as rewrite_concurrency,
@@ -18,7 +20,6 @@ pub use first_invocation::{
 };
 pub use power::{Tuning, rewritable as power_rewritable, rewrite as rewrite_power};
 
-use super::cold_start::BUILD_DIRS;
 use super::memory::{GROWTH_BOUND_MIB, Pattern, Run};
 use super::plot::{self, Chart, Kind, Series};
 use super::prewarm::{self, Outcome};
@@ -71,7 +72,7 @@ pub fn write(dir: &Path, results: &Results) -> Result<(), String> {
 
     md.push_str(&bcrypt::section(dir, &results.bcrypt, &results.machine)?);
     prewarm_section(&mut md, results);
-    cold_start_section(&mut md, results);
+    md.push_str(&cold_start::section(&results.cold_start));
     md.push_str(&power::section(dir, &results.power, &results.machine)?);
     md.push_str(&fan_out::section(&results.fan_out, &results.machine));
     md.push_str(&first_invocation::section(
@@ -278,63 +279,4 @@ fn prewarm_section(md: &mut String, results: &Results) {
         }
     }
     let _ = writeln!(md);
-}
-
-fn cold_start_section(md: &mut String, results: &Results) {
-    let _ = writeln!(md, "## 4. Cold start and binary size\n");
-    let Some(rows) = &results.cold_start else {
-        let _ = writeln!(
-            md,
-            "Not measured in quick mode (it needs the release builds).\n"
-        );
-        return;
-    };
-    let _ = writeln!(
-        md,
-        "Init duration reported by the Lambda runtime interface emulator for the `sam build` release binary \
-         (fat LTO), median of {} cold starts each, with the template's memory size and settings (no AWS \
-         endpoint is reached during init). Sizes of the bootstraps in {}.\n",
-        rows.first().map_or(0, |r| r.all_ms.len()),
-        BUILD_DIRS
-            .iter()
-            .map(|(arch, dir)| format!("`{dir}` ({arch})"))
-            .collect::<Vec<_>>()
-            .join(" and ")
-    );
-    let _ = writeln!(
-        md,
-        "| function | memory MB | init ms (median) | every start ms | x86_64 MiB | arm64 MiB |\n|---|---:|---:|---|---:|---:|"
-    );
-    for row in rows {
-        let size = |i: usize| {
-            row.sizes_mib
-                .get(i)
-                .copied()
-                .flatten()
-                .map_or("not built".to_owned(), |s| format!("{s:.1}"))
-        };
-        let every: Vec<String> = row.all_ms.iter().map(|ms| format!("{ms:.1}")).collect();
-        let _ = writeln!(
-            md,
-            "| {} | {} | {:.1} | {} | {} | {} |",
-            row.function,
-            row.memory_mb,
-            row.init_ms,
-            every.join(", "),
-            size(0),
-            size(1)
-        );
-    }
-    let _ = writeln!(
-        md,
-        "\nThe arm64 bootstraps come from `cargo xtask build-arm64`; {}.\n",
-        if rows
-            .iter()
-            .any(|r| r.sizes_mib.get(1).copied().flatten().is_none())
-        {
-            "run it to fill the column"
-        } else {
-            "their cold start is not measured here (no arm64 host)"
-        }
-    );
 }

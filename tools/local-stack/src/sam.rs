@@ -60,6 +60,34 @@ impl Build {
     }
 }
 
+/// The x86_64 release bootstrap of the function `binary` (its package's name
+/// too) built as `sam build` builds it (`cargo lambda build --release`, into
+/// the workspace's `target/`, so sharing its compiled dependencies), with
+/// cargo's feature flags `features` (`--no-default-features`): the lab's size
+/// of a function without a feature. Where cargo-lambda put it.
+pub fn release_bootstrap(binary: &str, features: &[&str]) -> Result<std::path::PathBuf, String> {
+    tools::install()?;
+    let target = workspace_root().join("target");
+    let mut command = Command::new("cargo");
+    command
+        .current_dir(workspace_root())
+        .args([
+            "lambda",
+            "build",
+            "--release",
+            "--package",
+            binary,
+            "--bin",
+            binary,
+        ])
+        .args(features)
+        .env("PATH", tools::path_with_venv())
+        .env("CARGO_TARGET_DIR", &target);
+    crate::without_cargo_run_variables(&mut command);
+    tools::run(&mut command)?;
+    Ok(target.join("lambda").join(binary).join("bootstrap"))
+}
+
 /// Build the release bootstraps of both architectures from the code as it is
 /// now (`sam build`, [`build_arm64`]): measuring bootstraps left from older
 /// code would report figures of code that is gone. Cargo rebuilds only what
