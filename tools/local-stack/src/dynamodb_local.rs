@@ -23,6 +23,36 @@ pub struct DynamoDbLocal {
     log: PathBuf,
 }
 
+/// What the launcher prints once its server listens (`LoopbackDynamoDbLocal.java`).
+const LISTENING: &str = "DynamoDB Local listening on";
+
+/// Wait until the DynamoDB Local of `guard` says it listens on `port` (in
+/// `log`) and accepts a connection there: a connection alone can be accepted
+/// by something else while the JVM starts (seen once: the tables' creation
+/// was then refused). `Err` with the end of the log if it exits first.
+fn ready(guard: &mut Guard, port: u16, log: &Path) -> Result<(), String> {
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let logs = || std::fs::read_to_string(log).unwrap_or_default();
+    while !logs().contains(LISTENING) {
+        if let Some(status) = guard.exited() {
+            return Err(format!(
+                "DynamoDB Local exited ({status}) before it listened; see {}:\n{}",
+                log.display(),
+                logs()
+            ));
+        }
+        if std::time::Instant::now() >= deadline {
+            return Err(format!(
+                "DynamoDB Local did not listen within 60 s; see {}",
+                log.display()
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    wait_for_port(port, Duration::from_secs(5))
+        .map_err(|e| format!("DynamoDB Local: {e}; see {}", log.display()))
+}
+
 impl DynamoDbLocal {
     /// Start an in-memory DynamoDB Local on a free port.
     pub fn start(log: &Path) -> Result<Self, String> {
@@ -57,9 +87,8 @@ impl DynamoDbLocal {
             .stdin(Stdio::null())
             .stdout(out)
             .stderr(err);
-        let guard = Guard::spawn("DynamoDB Local", &mut command)?;
-        wait_for_port(port, Duration::from_secs(60))
-            .map_err(|e| format!("DynamoDB Local: {e}; see {}", log.display()))?;
+        let mut guard = Guard::spawn("DynamoDB Local", &mut command)?;
+        ready(&mut guard, port, log)?;
         Ok(Self {
             guard,
             port,
@@ -201,4 +230,42 @@ pub async fn create_tables(template: &Template, client: &Client) -> Result<Vec<S
         created.push(name);
     }
     Ok(created)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A stand-in for the launcher: `script` run by `sh`, its output in `log`.
+    fn stand_in(script: &str, log: &Path) -> Guard {
+        let out = std::fs::File::create(log).expect("log");
+        let err = out.try_clone().expect("log");
+        let mut command = Command::new("sh");
+        command.args(["-c", script]).stdout(out).stderr(err);
+        Guard::spawn("stand-in", &mut command).expect("spawn")
+    }
+
+    #[test]
+    fn ready_means_it_said_so_and_accepts() {
+        let log = std::env::temp_dir().join(format!("dynamodb-ready-{}.log", std::process::id()));
+        let port = free_port().expect("port");
+        // Something else accepts on the port, the server never says it listens
+        // and then exits: not ready.
+        let taken = std::net::TcpListener::bind(("127.0.0.1", port)).expect("bind");
+        let mut silent = stand_in("sleep 0.5; echo 'bind failed'; exit 1", &log);
+        let refused = ready(&mut silent, port, &log);
+        assert!(
+            refused
+                .as_ref()
+                .is_err_and(|e| e.contains("exited") && e.contains("bind failed")),
+            "{refused:?}"
+        );
+        drop(taken);
+        let script = format!(
+            "exec python3 -c 'import socket,time; s=socket.socket(); s.bind((\"127.0.0.1\", {port})); s.listen(); print(\"{LISTENING} 127.0.0.1:{port}\", flush=True); time.sleep(60)'"
+        );
+        let mut listening = stand_in(&script, &log);
+        assert_eq!(ready(&mut listening, port, &log), Ok(()));
+        let _ = std::fs::remove_file(&log);
+    }
 }
