@@ -1,7 +1,7 @@
 //! DynamoDB Local on a free 127.0.0.1 port, its tables created from
 //! `template.yaml`, stopped on drop.
 
-use crate::process::{Guard, free_port, wait_for_port};
+use crate::process::{Guard, free_port, wait_for_port, wait_until_ready};
 use crate::template::Template;
 use crate::tools;
 use aws_sdk_dynamodb::Client;
@@ -31,24 +31,13 @@ const LISTENING: &str = "DynamoDB Local listening on";
 /// by something else while the JVM starts (seen once: the tables' creation
 /// was then refused). `Err` with the end of the log if it exits first.
 fn ready(guard: &mut Guard, port: u16, log: &Path) -> Result<(), String> {
-    let deadline = std::time::Instant::now() + Duration::from_secs(60);
-    let logs = || std::fs::read_to_string(log).unwrap_or_default();
-    while !logs().contains(LISTENING) {
-        if let Some(status) = guard.exited() {
-            return Err(format!(
-                "DynamoDB Local exited ({status}) before it listened; see {}:\n{}",
-                log.display(),
-                logs()
-            ));
-        }
-        if std::time::Instant::now() >= deadline {
-            return Err(format!(
-                "DynamoDB Local did not listen within 60 s; see {}",
-                log.display()
-            ));
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_until_ready(
+        guard,
+        "DynamoDB Local",
+        log,
+        Duration::from_secs(60),
+        || std::fs::read_to_string(log).is_ok_and(|logs| logs.contains(LISTENING)),
+    )?;
     wait_for_port(port, Duration::from_secs(5))
         .map_err(|e| format!("DynamoDB Local: {e}; see {}", log.display()))
 }

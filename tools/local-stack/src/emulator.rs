@@ -39,7 +39,7 @@
 use crate::cgroup::{Cgroup, Limits};
 use crate::managed_instances::ManagedInstances;
 use crate::pool::{Invoked, Options};
-use crate::process::{Guard, free_port};
+use crate::process::{Guard, free_port, log_end, wait_until_ready};
 use crate::task_root::{TASK_ROOT, TaskRoot};
 use crate::template::Function;
 use crate::trace_header::RuntimeProxy;
@@ -586,30 +586,9 @@ fn lost_a_port(log: &Path) -> bool {
 /// Wait until the emulator of `guard` listens on `port`; `Err` with the end
 /// of its `log` if it exits first (its init failed, a port was taken).
 fn listening(guard: &mut Guard, port: u16, log: &Path) -> Result<(), String> {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        if std::net::TcpStream::connect((std::net::Ipv4Addr::LOCALHOST, port)).is_ok() {
-            return Ok(());
-        }
-        if let Some(status) = guard.exited() {
-            let logs = std::fs::read_to_string(log).unwrap_or_default();
-            return Err(format!(
-                "the emulator exited ({status}) before it listened; the end of its log ({}):\n{}",
-                log.display(),
-                log_end(&logs)
-            ));
-        }
-        if Instant::now() >= deadline {
-            return Err(format!("nothing listened on 127.0.0.1:{port} within 10 s"));
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-/// The last lines of `logs` (at most 20), for an error message.
-fn log_end(logs: &str) -> String {
-    let lines: Vec<&str> = logs.lines().collect();
-    lines[lines.len().saturating_sub(20)..].join("\n")
+    wait_until_ready(guard, "the emulator", log, Duration::from_secs(10), || {
+        std::net::TcpStream::connect((std::net::Ipv4Addr::LOCALHOST, port)).is_ok()
+    })
 }
 
 /// Whether `answer` is the emulator's "no runtime worker free" (400

@@ -3,6 +3,7 @@
 
 use std::net::{Ipv4Addr, TcpListener, TcpStream};
 use std::os::unix::process::CommandExt;
+use std::path::Path;
 use std::process::{Child, Command};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -151,6 +152,43 @@ pub fn wait_for_port(port: u16, timeout: Duration) -> Result<(), String> {
     Err(format!(
         "nothing listened on 127.0.0.1:{port} within {timeout:?}"
     ))
+}
+
+/// Wait until `ready()` holds, polling while the process of `guard` (named
+/// `what`) runs, at most `timeout`; `Err` with the end of its `log` if it
+/// exits first.
+pub fn wait_until_ready(
+    guard: &mut Guard,
+    what: &str,
+    log: &Path,
+    timeout: Duration,
+    mut ready: impl FnMut() -> bool,
+) -> Result<(), String> {
+    let deadline = Instant::now() + timeout;
+    while !ready() {
+        if let Some(status) = guard.exited() {
+            let logs = std::fs::read_to_string(log).unwrap_or_default();
+            return Err(format!(
+                "{what} exited ({status}) before it listened; the end of its log ({}):\n{}",
+                log.display(),
+                log_end(&logs)
+            ));
+        }
+        if Instant::now() >= deadline {
+            return Err(format!(
+                "{what} did not listen within {timeout:?}; see {}",
+                log.display()
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Ok(())
+}
+
+/// The last lines of `logs` (at most 20), for an error message.
+pub fn log_end(logs: &str) -> String {
+    let lines: Vec<&str> = logs.lines().collect();
+    lines[lines.len().saturating_sub(20)..].join("\n")
 }
 
 /// Owns a child process, started in a process group of its own, and stops
