@@ -4,6 +4,52 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Set by [`lint_while_building`].
+static LINTING: AtomicBool = AtomicBool::new(false);
+
+/// From now on, the cargo commands this program starts, and the workspace
+/// binaries it runs (which start cargo themselves: the e2e harness, the lab),
+/// compile the workspace's own crates with clippy-driver as their compiler,
+/// warnings denied, as `cargo clippy --all-targets -- -D warnings` lints them:
+/// the suite's builds lint as they compile, so the lints need no check build
+/// of the whole dependency tree of their own. Cargo keeps these artifacts
+/// apart from a plain build's (the wrapper is part of their hash): a plain
+/// `cargo test` after the suite compiles the workspace's crates again, not
+/// their dependencies.
+pub fn lint_while_building() {
+    LINTING.store(true, Ordering::Relaxed);
+}
+
+/// The environment of [`lint_while_building`]: clippy-driver (beside the
+/// cargo running this, as `cargo clippy` finds it) as cargo's wrapper for the
+/// workspace's crates, and the lint arguments in the form `cargo clippy` hands
+/// them to it.
+fn lint_env() -> [(&'static str, std::ffi::OsString); 2] {
+    let cargo = PathBuf::from(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    let beside = cargo.with_file_name("clippy-driver");
+    let driver = if beside.is_file() {
+        beside.into_os_string()
+    } else {
+        "clippy-driver".into()
+    };
+    [
+        ("RUSTC_WORKSPACE_WRAPPER", driver),
+        (
+            "CLIPPY_ARGS",
+            "-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__".into(),
+        ),
+    ]
+}
+
+/// `command` with the environment of [`lint_while_building`], once it was called.
+fn linting(mut command: Command) -> Command {
+    if LINTING.load(Ordering::Relaxed) {
+        command.envs(lint_env());
+    }
+    command
+}
 
 /// The workspace root (where `template.yaml` lives).
 pub fn workspace_root() -> PathBuf {
@@ -40,7 +86,7 @@ pub fn cargo() -> Command {
             command.env_remove(&name);
         }
     }
-    command
+    linting(command)
 }
 
 /// `cargo run` of a workspace package's binary with `args`: the local stack
@@ -87,7 +133,7 @@ pub fn workspace_binary(name: &str, args: &[&str]) -> Result<Command, String> {
         "--tests",
         "--examples",
     ]))?;
-    let mut command = Command::new(target_dir().join("debug").join(name));
+    let mut command = linting(Command::new(target_dir().join("debug").join(name)));
     command.current_dir(workspace_root()).args(args);
     Ok(command)
 }
@@ -146,4 +192,51 @@ pub fn describe(command: &Command) -> String {
         .map(|s| Path::new(s).display().to_string())
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A crate of one `main.rs`, built with the environment of
+    /// [`lint_while_building`] in a scratch folder: its result and stderr.
+    fn build_linted(name: &str, main: &str) -> (bool, String) {
+        let dir = std::env::temp_dir().join(format!("xtask-lint-{}-{name}", std::process::id()));
+        std::fs::create_dir_all(dir.join("src")).expect("scratch crate");
+        let manifest = format!(
+            "[package]\nname = \"{name}\"\nversion = \"0.1.0\"\nedition = \"2024\"\n\n[workspace]\n"
+        );
+        std::fs::write(dir.join("Cargo.toml"), manifest).expect("manifest");
+        std::fs::write(dir.join("src/main.rs"), main).expect("main.rs");
+        let out = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+            .current_dir(&dir)
+            .args(["build", "--quiet", "--offline"])
+            .env("CARGO_TARGET_DIR", dir.join("target"))
+            .envs(lint_env())
+            .output()
+            .expect("run cargo");
+        let _ = std::fs::remove_dir_all(&dir);
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+
+    #[test]
+    fn a_linted_build_fails_on_a_clippy_warning_and_builds_clean_code() {
+        let (built, stderr) = build_linted(
+            "len-zero",
+            "fn main() {\n    let v = std::env::args().collect::<Vec<_>>();\n    if v.len() == 0 {\n        println!(\"none\");\n    }\n}\n",
+        );
+        assert!(!built, "a clippy warning must fail the build");
+        assert!(
+            stderr.contains("clippy::len_zero") || stderr.contains("len-zero"),
+            "{stderr}"
+        );
+        let (built, stderr) = build_linted(
+            "is-empty",
+            "fn main() {\n    let v = std::env::args().collect::<Vec<_>>();\n    if v.is_empty() {\n        println!(\"none\");\n    }\n}\n",
+        );
+        assert!(built, "{stderr}");
+    }
 }

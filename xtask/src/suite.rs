@@ -2,7 +2,8 @@
 //! and a closing `suite: N passed, N failed, N skipped` line.
 
 use crate::command::{
-    cargo, describe, package, package_binary, run, run_or_skip, target_dir, workspace_binary,
+    cargo, describe, lint_while_building, package, package_binary, run, run_or_skip, target_dir,
+    workspace_binary,
 };
 use crate::{init_check, sam, user_changes};
 use std::fs::File;
@@ -21,8 +22,8 @@ type Step = (&'static str, fn() -> Result<Outcome, String>);
 /// The steps, in order: each later one may reuse what an earlier one built.
 const STEPS: [Step; 11] = [
     (
-        "install pinned tools, with fmt and clippy alongside",
-        || passed(install_alongside_lints()),
+        "install pinned tools while the tests build, linted as they compile",
+        || passed(install_alongside_build()),
     ),
     ("cargo test (unit, integration, end-to-end)", || {
         passed(run(cargo().args(["test", "--workspace"])))
@@ -73,10 +74,13 @@ const STEPS: [Step; 11] = [
 ];
 
 /// The pinned tools' install (mostly downloads: the network's time) while
-/// `cargo fmt --check` and `cargo clippy -D warnings` run (the CPU's). The
-/// local stack is built first, so the two never wait on one cargo lock; the
-/// install's output goes to a log, shown once both are done.
-fn install_alongside_lints() -> Result<(), String> {
+/// `cargo fmt --check` and the tests' build run (the CPU's). The build lints
+/// as it compiles ([`lint_while_building`]: clippy's lints, warnings denied,
+/// for every target `cargo test` builds), so `cargo clippy` needs no check
+/// build of its own, and the next step only runs the tests. The local stack
+/// is built first, so the two never wait on one cargo lock; the install's
+/// output goes to a log, shown once both are done.
+fn install_alongside_build() -> Result<(), String> {
     let log_path = target_dir().join("suite-install.log");
     let log = File::create(&log_path).map_err(|e| format!("{}: {e}", log_path.display()))?;
     let mut install = package_binary("local-stack", &["tools"])?;
@@ -88,23 +92,16 @@ fn install_alongside_lints() -> Result<(), String> {
         .stderr(err_log)
         .spawn()
         .map_err(|e| format!("{}: {e}", describe(&install)))?;
-    let lints = run(cargo().args(["fmt", "--all", "--check"])).and_then(|()| {
-        run(cargo().args([
-            "clippy",
-            "--workspace",
-            "--all-targets",
-            "--",
-            "-D",
-            "warnings",
-        ]))
-    });
+    lint_while_building();
+    let built = run(cargo().args(["fmt", "--all", "--check"]))
+        .and_then(|()| run(cargo().args(["test", "--workspace", "--no-run"])));
     let installed = child
         .wait()
         .map_err(|e| format!("{}: {e}", describe(&install)));
     eprintln!("\n--- {} (the install's output)", log_path.display());
     eprint!("{}", std::fs::read_to_string(&log_path).unwrap_or_default());
     match installed? {
-        status if status.success() => lints,
+        status if status.success() => built,
         status => Err(format!("{} failed: {status}", describe(&install))),
     }
 }
