@@ -27,8 +27,7 @@ pub fn lint_while_building() {
 /// workspace's crates, and the lint arguments in the form `cargo clippy` hands
 /// them to it.
 fn lint_env() -> [(&'static str, std::ffi::OsString); 2] {
-    let cargo = PathBuf::from(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
-    let beside = cargo.with_file_name("clippy-driver");
+    let beside = PathBuf::from(cargo_program()).with_file_name("clippy-driver");
     let driver = if beside.is_file() {
         beside.into_os_string()
     } else {
@@ -59,9 +58,14 @@ pub fn workspace_root() -> PathBuf {
         .map_or(manifest_dir.clone(), PathBuf::from)
 }
 
+/// The cargo running this command (`CARGO`), or the one on `PATH`.
+fn cargo_program() -> std::ffi::OsString {
+    std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into())
+}
+
 /// `cargo`, the one running this command if any, in the workspace root.
 pub fn cargo() -> Command {
-    let mut command = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    let mut command = Command::new(cargo_program());
     command.current_dir(workspace_root());
     // What `cargo run` set for this program (`CARGO_PKG_NAME`,
     // `CARGO_MANIFEST_DIR`, ...): build scripts watch some of them (ring's),
@@ -208,7 +212,7 @@ mod tests {
         );
         std::fs::write(dir.join("Cargo.toml"), manifest).expect("manifest");
         std::fs::write(dir.join("src/main.rs"), main).expect("main.rs");
-        let out = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+        let out = Command::new(cargo_program())
             .current_dir(&dir)
             .args(["build", "--quiet", "--offline"])
             .env("CARGO_TARGET_DIR", dir.join("target"))

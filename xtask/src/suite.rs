@@ -75,8 +75,8 @@ const STEPS: [Step; 11] = [
 
 /// The pinned tools' install (mostly downloads: the network's time) while
 /// `cargo fmt --check` and the tests' build run (the CPU's). The build lints
-/// as it compiles ([`lint_while_building`]: clippy's lints, warnings denied,
-/// for every target `cargo test` builds), so `cargo clippy` needs no check
+/// as it compiles (as every build of the suite: [`lint_while_building`],
+/// clippy's lints, warnings denied, for every target `cargo test` builds), so `cargo clippy` needs no check
 /// build of its own, and the next step only runs the tests. The local stack
 /// is built first, so the two never wait on one cargo lock; the install's
 /// output goes to a log, shown once both are done.
@@ -92,7 +92,6 @@ fn install_alongside_build() -> Result<(), String> {
         .stderr(err_log)
         .spawn()
         .map_err(|e| format!("{}: {e}", describe(&install)))?;
-    lint_while_building();
     let built = run(cargo().args(["fmt", "--all", "--check"]))
         .and_then(|()| run(cargo().args(["test", "--workspace", "--no-run"])));
     let installed = child
@@ -147,6 +146,7 @@ fn in_ci() -> bool {
 
 /// The whole suite, step by step; stops at the first failure.
 pub fn run_all() -> Result<(), String> {
+    lint_while_building();
     let started = Instant::now();
     let mut report: Vec<(&str, Duration, Result<Outcome, String>)> = Vec::new();
     for (name, step) in STEPS {
