@@ -36,6 +36,9 @@
 //!     than [`MAX_FUNCTION_LINES`] lines, from the line of its `fn` to its
 //!     closing brace: a longer one has steps that want names. Those of
 //!     [`LONG_FUNCTIONS_ALLOWED`] wait for changes under way.
+//! 13. `cargo xtask` compiles in seconds, before any tool is installed:
+//!     `xtask` depends on no member but `pinned-tools`, and `pinned-tools` on
+//!     no crate at all (the suite installs the tools while the tests build).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -75,6 +78,8 @@ struct Package {
     bins: Vec<String>,
     /// (package, kind, key in the manifest) of dependencies on other members.
     members_used: Vec<(String, String, String)>,
+    /// The names of all its dependencies, members or not, of every kind.
+    dependencies: Vec<String>,
 }
 
 struct Source {
@@ -110,6 +115,31 @@ fn dependency_offences(packages: &[Package]) -> Vec<String> {
                     p.dir, p.name
                 ));
             }
+        }
+    }
+    offences
+}
+
+/// Rule 13.
+fn xtask_offences(packages: &[Package]) -> Vec<String> {
+    let mut offences = vec![];
+    for p in packages {
+        let heavy: Vec<&String> = match p.name.as_str() {
+            "xtask" => p
+                .members_used
+                .iter()
+                .map(|(dep, _, _)| dep)
+                .filter(|dep| *dep != "pinned-tools")
+                .collect(),
+            "pinned-tools" => p.dependencies.iter().collect(),
+            _ => continue,
+        };
+        for dep in heavy {
+            offences.push(format!(
+                "{}/Cargo.toml: `{}` depends on `{dep}` (`xtask` may depend on no member but \
+                 `pinned-tools`, which depends on nothing: `cargo xtask` must build in seconds)",
+                p.dir, p.name
+            ));
         }
     }
     offences
@@ -413,6 +443,14 @@ fn functions_depend_only_on_shared() {
     assert_none(
         "dependencies between members",
         dependency_offences(&workspace().1),
+    );
+}
+
+#[test]
+fn xtask_builds_in_seconds() {
+    assert_none(
+        "heavy dependencies of cargo xtask",
+        xtask_offences(&workspace().1),
     );
 }
 
@@ -1040,6 +1078,7 @@ fn workspace() -> (PathBuf, Vec<Package>) {
                 .collect::<Vec<_>>()
         };
         let deps = list(&p["dependencies"]);
+        let dependencies = deps.iter().map(|d| text(&d["name"])).collect();
         let members = deps
             .iter()
             .filter(|d| d["path"].is_string() && names.contains(&text(&d["name"])));
@@ -1063,6 +1102,7 @@ fn workspace() -> (PathBuf, Vec<Package>) {
                     )
                 })
                 .collect(),
+            dependencies,
         }
     });
     let packages = packages.collect();
@@ -1353,6 +1393,28 @@ mod planted {
         assert!(
             offences[2]
                 .starts_with("shared/Cargo.toml:1: `shared` has a dev dependency on `testkit`")
+        );
+    }
+
+    #[test]
+    fn xtask_on_the_local_stack_or_pinned_tools_on_anything_is_reported() {
+        let mut pinned = package("pinned-tools", "tools/pinned-tools", &[]);
+        pinned.dependencies = vec!["serde".into()];
+        let packages = [
+            package(
+                "xtask",
+                "xtask",
+                &[("pinned-tools", "normal"), ("local-stack", "normal")],
+            ),
+            pinned,
+            package("lab", "tools/lab", &[("local-stack", "normal")]),
+        ];
+        let offences = xtask_offences(&packages);
+        assert_eq!(offences.len(), 2, "{offences:#?}");
+        assert!(offences[0].starts_with("xtask/Cargo.toml: `xtask` depends on `local-stack`"));
+        assert!(
+            offences[1]
+                .starts_with("tools/pinned-tools/Cargo.toml: `pinned-tools` depends on `serde`")
         );
     }
 

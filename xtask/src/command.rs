@@ -2,7 +2,7 @@
 //! lab's binaries through it (or built with the whole workspace), and errors
 //! that name the command.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -50,13 +50,8 @@ fn linting(mut command: Command) -> Command {
     command
 }
 
-/// The workspace root (where `template.yaml` lives).
-pub fn workspace_root() -> PathBuf {
-    let manifest_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    manifest_dir
-        .parent()
-        .map_or(manifest_dir.clone(), PathBuf::from)
-}
+/// Running a command, an error naming it; the workspace root: as the tools' install does.
+pub use pinned_tools::{describe, run, workspace_root};
 
 /// The cargo running this command (`CARGO`), or the one on `PATH`.
 fn cargo_program() -> std::ffi::OsString {
@@ -67,29 +62,7 @@ fn cargo_program() -> std::ffi::OsString {
 pub fn cargo() -> Command {
     let mut command = Command::new(cargo_program());
     command.current_dir(workspace_root());
-    // What `cargo run` set for this program (`CARGO_PKG_NAME`,
-    // `CARGO_MANIFEST_DIR`, ...): build scripts watch some of them (ring's),
-    // so a cargo started with them would rebuild ring and all on it (the AWS
-    // SDK, the functions) whenever they differ from the last build's. The
-    // same list as `local_stack::without_cargo_run_variables`, which this
-    // crate does not depend on to stay small.
-    const SET_BY_CARGO: [&str; 7] = [
-        "CARGO_PKG_",
-        "CARGO_MANIFEST_",
-        "CARGO_CRATE_",
-        "CARGO_BIN_",
-        "CARGO_PRIMARY_PACKAGE",
-        "CARGO_TARGET_TMPDIR",
-        "OUT_DIR",
-    ];
-    for (name, _) in std::env::vars_os() {
-        if SET_BY_CARGO
-            .iter()
-            .any(|prefix| name.to_string_lossy().starts_with(prefix))
-        {
-            command.env_remove(&name);
-        }
-    }
+    pinned_tools::without_cargo_run_variables(&mut command);
     linting(command)
 }
 
@@ -102,16 +75,6 @@ pub fn package(name: &str, args: &[&str]) -> Command {
         .args(["run", "--quiet", "--package", name, "--"])
         .args(args);
     command
-}
-
-/// A workspace package's binary with `args`, built as [`package`] builds it
-/// (its own features), then started without cargo: a cargo running it would
-/// hold the build directory's lock while the binary starts.
-pub fn package_binary(name: &str, args: &[&str]) -> Result<Command, String> {
-    run(cargo().args(["build", "--quiet", "--package", name]))?;
-    let mut command = Command::new(target_dir().join("debug").join(name));
-    command.current_dir(workspace_root()).args(args);
-    Ok(command)
 }
 
 /// Where cargo builds (`CARGO_TARGET_DIR`, or `target/`).
@@ -142,16 +105,13 @@ pub fn workspace_binary(name: &str, args: &[&str]) -> Result<Command, String> {
     Ok(command)
 }
 
-/// Run `command`, turning a failure into an error naming it.
-pub fn run(command: &mut Command) -> Result<(), String> {
-    let status = command
-        .status()
-        .map_err(|e| format!("{}: {e}", describe(command)))?;
-    if status.success() {
-        Ok(())
-    } else {
-        Err(format!("{} failed: {status}", describe(command)))
-    }
+/// The local stack's binary with `args`, built with the whole workspace
+/// ([`workspace_binary`]): after the suite's tests it compiles nothing, where
+/// `cargo run --package local-stack` would build it with features of its own
+/// (about two minutes from the tests' build). `cargo xtask run`, for a user
+/// trying the application from nothing, goes through [`package`] instead.
+pub fn local_stack(args: &[&str]) -> Result<Command, String> {
+    workspace_binary("local-stack", args)
 }
 
 /// The exit status by which a command says it could not run here (automake's
@@ -187,15 +147,6 @@ pub fn run_or_skip(command: &mut Command) -> Result<Option<String>, String> {
         Some(SKIPPED) => Ok(Some(why.unwrap_or_else(|| "no reason given".to_owned()))),
         _ => Err(format!("{} failed: {status}", describe(command))),
     }
-}
-
-/// `program arg arg…` for messages.
-pub fn describe(command: &Command) -> String {
-    std::iter::once(command.get_program())
-        .chain(command.get_args())
-        .map(|s| Path::new(s).display().to_string())
-        .collect::<Vec<_>>()
-        .join(" ")
 }
 
 #[cfg(test)]

@@ -190,6 +190,6 @@ fn sam_init(location: &str, work: &str) -> Result<std::path::PathBuf, String> {
         "--no-input",
         "--output-dir",
         &format!("{work}/out"),
-    ]))?;
+    ])?)?;
     Ok(workspace_root().join(work).join("out").join("demo"))
 }

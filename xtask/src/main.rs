@@ -55,7 +55,7 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let result = match args.as_slice() {
-        ["tools"] => run(&mut package("local-stack", &["tools"])),
+        ["tools"] => pinned_tools::install(),
         ["test"] => suite::run_all(),
         ["run", flags @ ..] => run(&mut package("local-stack", &[&["run"], flags].concat())),
         ["build-arm64"] => run(&mut package("local-stack", &["build-arm64"])),
@@ -134,6 +134,6 @@ fn add_function(name: &str) -> Result<(), String> {
 }
 
 /// `sam ARGS` from the pinned venv (through the local stack, which pins it).
-pub fn sam(args: &[&str]) -> Command {
-    package("local-stack", &[&["sam"], args].concat())
+pub fn sam(args: &[&str]) -> Result<Command, String> {
+    command::local_stack(&[&["sam"], args].concat())
 }

@@ -2,11 +2,12 @@
 //! and a closing `suite: N passed, N failed, N skipped` line.
 
 use crate::command::{
-    cargo, describe, lint_while_building, package, package_binary, run, run_or_skip, target_dir,
-    workspace_binary,
+    cargo, describe, lint_while_building, local_stack, run, run_or_skip, target_dir,
+    workspace_binary, workspace_root,
 };
 use crate::{init_check, sam, user_changes};
 use std::fs::File;
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 /// How a step ended, when it did not fail.
@@ -47,7 +48,7 @@ const STEPS: [Step; 11] = [
         passed(init_check::from_git())
     }),
     ("sam validate --lint", || {
-        passed(run(&mut sam(&["validate", "--lint"])))
+        passed(run(&mut sam(&["validate", "--lint"])?))
     }),
     ("sam build (x86_64, quick build)", || {
         passed(sam_build_quick())
@@ -76,14 +77,19 @@ const STEPS: [Step; 11] = [
 /// The pinned tools' install (mostly downloads: the network's time) while
 /// `cargo fmt --check` and the tests' build run (the CPU's). The build lints
 /// as it compiles (as every build of the suite: [`lint_while_building`],
-/// clippy's lints, warnings denied, for every target `cargo test` builds), so `cargo clippy` needs no check
-/// build of its own, and the next step only runs the tests. The local stack
-/// is built first, so the two never wait on one cargo lock; the install's
-/// output goes to a log, shown once both are done.
+/// clippy's lints, warnings denied, for every target `cargo test` builds), so
+/// `cargo clippy` needs no check build of its own, and the next step only runs
+/// the tests. The install is this program's own `tools` command
+/// (`pinned_tools`: nothing to build first); its output goes to a log, shown
+/// once both are done.
 fn install_alongside_build() -> Result<(), String> {
+    std::fs::create_dir_all(target_dir())
+        .map_err(|e| format!("{}: {e}", target_dir().display()))?;
     let log_path = target_dir().join("suite-install.log");
     let log = File::create(&log_path).map_err(|e| format!("{}: {e}", log_path.display()))?;
-    let mut install = package_binary("local-stack", &["tools"])?;
+    let this = std::env::current_exe().map_err(|e| format!("this program's path: {e}"))?;
+    let mut install = Command::new(this);
+    install.current_dir(workspace_root()).arg("tools");
     let err_log = log
         .try_clone()
         .map_err(|e| format!("{}: {e}", log_path.display()))?;
@@ -120,7 +126,7 @@ fn passed(result: Result<(), String>) -> Result<Outcome, String> {
 /// xtask run`; the fat-LTO release build is for `cargo xtask run --release`,
 /// the lab and deploying.
 pub fn sam_build_quick() -> Result<(), String> {
-    run(&mut package("local-stack", &["build"]))
+    run(&mut local_stack(&["build"])?)
 }
 
 /// `sam local invoke` of the sample events (one per function with `quick`)
@@ -132,7 +138,7 @@ pub fn sam_local(quick: bool) -> Result<Outcome, String> {
     if quick {
         args.push("--quick");
     }
-    match run_or_skip(&mut package("local-stack", &args))? {
+    match run_or_skip(&mut local_stack(&args)?)? {
         Some(why) if in_ci() => Err(format!("it must run in CI, but was skipped: {why}")),
         Some(why) => Ok(Outcome::Skipped(why)),
         None => Ok(Outcome::Passed),

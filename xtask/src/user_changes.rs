@@ -76,7 +76,7 @@ pub fn mixed_allocators() -> Result<(), String> {
         &template.to_string_lossy(),
         "--build-dir",
         &built.to_string_lossy(),
-    ])
+    ])?
     .env("SAM_BUILD_MODE", "debug")
     .env("CARGO_TARGET_DIR", workspace_root().join("target")))?;
     run(test_in_copy(&copy, &["emulator", "allocators"]).env("E2E_BOOTSTRAPS", &built))

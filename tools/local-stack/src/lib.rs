@@ -5,6 +5,9 @@
 //! and S3), the SQS event source mapping, the pinned tools that provide them,
 //! and the process groups and loopback ports they run on.
 
+pub use pinned_tools as tools;
+pub use pinned_tools::{without_cargo_run_variables, workspace_root};
+
 pub mod async_invoke;
 pub mod cgroup;
 pub mod checkov;
@@ -31,12 +34,9 @@ pub mod step_functions;
 pub mod task_root;
 pub mod template;
 pub mod tls_front;
-pub mod tools;
 pub mod trace_header;
 pub mod xray_daemon;
 pub mod zipkin;
-
-use std::path::PathBuf;
 
 /// `cargo`, the one running this command if any, in the workspace root,
 /// without the variables of [`without_cargo_run_variables`].
@@ -46,39 +46,4 @@ pub fn cargo() -> std::process::Command {
     command.current_dir(workspace_root());
     without_cargo_run_variables(&mut command);
     command
-}
-
-/// Remove from `command`'s environment what `cargo run` and `cargo test` set
-/// for the program they start (`CARGO_PKG_NAME`, `CARGO_MANIFEST_DIR`, ...).
-/// Build scripts watch some of them (ring's: `CARGO_MANIFEST_DIR`,
-/// `CARGO_PKG_NAME`, ...), so a build started from such a program with them
-/// would rebuild ring and everything on it (the AWS SDK, the functions)
-/// whenever they differ from the last build's. Every build this project
-/// starts goes without them (xtask's `command.rs` does the same).
-pub fn without_cargo_run_variables(command: &mut std::process::Command) {
-    const SET_BY_CARGO: [&str; 7] = [
-        "CARGO_PKG_",
-        "CARGO_MANIFEST_",
-        "CARGO_CRATE_",
-        "CARGO_BIN_",
-        "CARGO_PRIMARY_PACKAGE",
-        "CARGO_TARGET_TMPDIR",
-        "OUT_DIR",
-    ];
-    for (name, _) in std::env::vars_os() {
-        let text = name.to_string_lossy();
-        if SET_BY_CARGO.iter().any(|prefix| text.starts_with(prefix)) {
-            command.env_remove(&name);
-        }
-    }
-}
-
-/// The workspace root (where `template.yaml` lives): this crate is
-/// `tools/local-stack/` in it.
-pub fn workspace_root() -> PathBuf {
-    let manifest_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    manifest_dir
-        .ancestors()
-        .nth(2)
-        .map_or(manifest_dir.clone(), PathBuf::from)
 }

@@ -1,11 +1,48 @@
-//! The pinned versions of every tool the project installs, and where they live.
+//! The pinned versions of every tool the project installs, where they live,
+//! and their install: a crate of its own, on the standard library alone, so
+//! that `cargo xtask tools` (and the suite's first step, while the tests
+//! build) installs them without building the local stack.
 //!
 //! Everything goes under `.tools/` in the workspace (ignored by git); nothing is
 //! installed globally. Re-running [`install`] only checks what is present.
 
-use crate::workspace_root;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+
+/// The workspace root (where `template.yaml` lives): this crate is
+/// `tools/pinned-tools/` in it.
+pub fn workspace_root() -> PathBuf {
+    let manifest_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    manifest_dir
+        .ancestors()
+        .nth(2)
+        .map_or(manifest_dir.clone(), PathBuf::from)
+}
+
+/// Remove from `command`'s environment what `cargo run` and `cargo test` set
+/// for the program they start (`CARGO_PKG_NAME`, `CARGO_MANIFEST_DIR`, ...).
+/// Build scripts watch some of them (ring's: `CARGO_MANIFEST_DIR`,
+/// `CARGO_PKG_NAME`, ...), so a build started from such a program with them
+/// would rebuild ring and everything on it (the AWS SDK, the functions)
+/// whenever they differ from the last build's. Every build this project
+/// starts goes without them (xtask's and the local stack's).
+pub fn without_cargo_run_variables(command: &mut std::process::Command) {
+    const SET_BY_CARGO: [&str; 7] = [
+        "CARGO_PKG_",
+        "CARGO_MANIFEST_",
+        "CARGO_CRATE_",
+        "CARGO_BIN_",
+        "CARGO_PRIMARY_PACKAGE",
+        "CARGO_TARGET_TMPDIR",
+        "OUT_DIR",
+    ];
+    for (name, _) in std::env::vars_os() {
+        let text = name.to_string_lossy();
+        if SET_BY_CARGO.iter().any(|prefix| text.starts_with(prefix)) {
+            command.env_remove(&name);
+        }
+    }
+}
 
 /// aws-sam-cli (PyPI): `sam build`, `sam validate --lint` (cfn-lint), and the
 /// Lambda runtime interface emulator binary it ships.
