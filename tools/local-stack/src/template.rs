@@ -1551,12 +1551,23 @@ mod tests {
         let template =
             Template::load(&crate::workspace_root().join("template.yaml")).expect("template");
         let functions = template.functions().expect("functions");
-        let mut binaries: Vec<_> = functions.iter().map(|f| f.binary.as_str()).collect();
+        let mut binaries: Vec<_> = functions.iter().map(|f| f.binary.clone()).collect();
         binaries.sort();
-        assert_eq!(
-            binaries,
-            ["arrow-worker", "order-processor", "password-hasher"]
-        );
+        // One per crate under functions/ (in a user's project, also the
+        // functions `cargo xtask new-function` added).
+        let crates =
+            std::fs::read_dir(crate::workspace_root().join("functions")).expect("functions/");
+        let mut crates: Vec<String> = crates
+            .map(|entry| {
+                entry
+                    .expect("functions/")
+                    .file_name()
+                    .to_string_lossy()
+                    .into_owned()
+            })
+            .collect();
+        crates.sort();
+        assert_eq!(binaries, crates);
         for f in &functions {
             assert!((128..=10_240).contains(&f.memory_mb), "{f:?}");
             assert!(f.env.iter().any(|(k, _)| k == "MEMORY_RETURN"), "{f:?}");
@@ -1786,7 +1797,27 @@ Resources:
             .with_parameters(&crate::managed_instances::LOCAL_PARAMETERS)
             .expect("the local parameters are allowed");
         assert_eq!(lmi.check_rules(), Ok(()));
-        for (function, managed) in lmi.functions_with_capacity().expect("checked") {
+        // The template's functions declare one; a function a user added
+        // (`cargo xtask new-function`) runs on demand unless it does too.
+        let declaring: Vec<String> = lmi
+            .resources("AWS::Serverless::Function")
+            .into_iter()
+            .filter(|(_, f)| {
+                f.get("Properties")
+                    .and_then(|p| p.get("CapacityProviderConfig"))
+                    .is_some()
+            })
+            .map(|(id, _)| id)
+            .collect();
+        assert!(
+            !declaring.is_empty(),
+            "no function declares a CapacityProviderConfig"
+        );
+        let on_lmi = lmi.functions_with_capacity().expect("checked");
+        for (function, managed) in on_lmi
+            .into_iter()
+            .filter(|(f, _)| declaring.contains(&f.logical_id))
+        {
             let managed = managed.unwrap_or_else(|| panic!("{} on demand", function.logical_id));
             assert!(
                 managed.vcpus(function.memory_mb) >= 1.0,
