@@ -2,7 +2,7 @@
 //! lab's binaries through it (or built with the whole workspace), and errors
 //! that name the command.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -40,6 +40,16 @@ fn lint_env() -> [(&'static str, std::ffi::OsString); 2] {
             "-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__".into(),
         ),
     ]
+}
+
+/// A workspace program (a test binary, the local stack, the lab) to run
+/// from here: without what `cargo run` set for this one, and linting as this
+/// program's cargo commands do (the e2e harness and the lab start cargo
+/// themselves, which must build as the suite built).
+pub fn program(path: &Path) -> Command {
+    let mut command = Command::new(path);
+    pinned_tools::without_cargo_run_variables(&mut command);
+    linting(command)
 }
 
 /// `command` with the environment of [`lint_while_building`], once it was called.
@@ -100,7 +110,7 @@ pub fn workspace_binary(name: &str, args: &[&str]) -> Result<Command, String> {
         "--tests",
         "--examples",
     ]))?;
-    let mut command = linting(Command::new(target_dir().join("debug").join(name)));
+    let mut command = program(&target_dir().join("debug").join(name));
     command.current_dir(workspace_root()).args(args);
     Ok(command)
 }

@@ -44,6 +44,7 @@ mod init_check;
 mod new_function;
 mod scaffold;
 mod suite;
+mod test_binaries;
 mod user_changes;
 
 use command::{package, run};

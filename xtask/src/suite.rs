@@ -5,7 +5,7 @@ use crate::command::{
     cargo, describe, lint_while_building, local_stack, run, run_or_skip, target_dir,
     workspace_binary, workspace_root,
 };
-use crate::{init_check, sam, user_changes};
+use crate::{init_check, sam, test_binaries, user_changes};
 use std::fs::File;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -26,9 +26,10 @@ const STEPS: [Step; 11] = [
         "install pinned tools while the tests build, linted as they compile",
         || passed(install_alongside_build()),
     ),
-    ("cargo test (unit, integration, end-to-end)", || {
-        passed(run(cargo().args(["test", "--workspace"])))
-    }),
+    (
+        "cargo test (unit, integration, end-to-end), two test binaries at a time",
+        || passed(test_binaries::run_all()),
+    ),
     ("performance lab, quick (properties only)", || {
         passed(lab_quick())
     }),
