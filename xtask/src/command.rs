@@ -27,7 +27,7 @@ pub fn lint_while_building() {
 /// workspace's crates, and the lint arguments in the form `cargo clippy` hands
 /// them to it.
 fn lint_env() -> [(&'static str, std::ffi::OsString); 2] {
-    let beside = PathBuf::from(cargo_program()).with_file_name("clippy-driver");
+    let beside = PathBuf::from(pinned_tools::cargo().get_program()).with_file_name("clippy-driver");
     let driver = if beside.is_file() {
         beside.into_os_string()
     } else {
@@ -60,20 +60,14 @@ fn linting(mut command: Command) -> Command {
     command
 }
 
-/// Running a command, an error naming it; the workspace root: as the tools' install does.
+/// Run a command (an error names it), describe one, the workspace root: as
+/// the tools' install does.
 pub use pinned_tools::{describe, run, workspace_root};
 
-/// The cargo running this command (`CARGO`), or the one on `PATH`.
-fn cargo_program() -> std::ffi::OsString {
-    std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into())
-}
-
-/// `cargo`, the one running this command if any, in the workspace root.
+/// `cargo`, the one running this command if any, in the workspace root
+/// (`pinned_tools::cargo`), linting once [`lint_while_building`] was called.
 pub fn cargo() -> Command {
-    let mut command = Command::new(cargo_program());
-    command.current_dir(workspace_root());
-    pinned_tools::without_cargo_run_variables(&mut command);
-    linting(command)
+    linting(pinned_tools::cargo())
 }
 
 /// `cargo run` of a workspace package's binary with `args`: the local stack
@@ -173,7 +167,7 @@ mod tests {
         );
         std::fs::write(dir.join("Cargo.toml"), manifest).expect("manifest");
         std::fs::write(dir.join("src/main.rs"), main).expect("main.rs");
-        let out = Command::new(cargo_program())
+        let out = pinned_tools::cargo()
             .current_dir(&dir)
             .args(["build", "--quiet", "--offline"])
             .env("CARGO_TARGET_DIR", dir.join("target"))

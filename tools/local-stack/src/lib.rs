@@ -6,7 +6,7 @@
 //! and the process groups and loopback ports they run on.
 
 pub use pinned_tools as tools;
-pub use pinned_tools::{without_cargo_run_variables, workspace_root};
+pub use pinned_tools::{cargo, without_cargo_run_variables, workspace_root};
 
 pub mod async_invoke;
 pub mod cgroup;
@@ -37,13 +37,3 @@ pub mod tls_front;
 pub mod trace_header;
 pub mod xray_daemon;
 pub mod zipkin;
-
-/// `cargo`, the one running this command if any, in the workspace root,
-/// without the variables of [`without_cargo_run_variables`].
-pub fn cargo() -> std::process::Command {
-    let mut command =
-        std::process::Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
-    command.current_dir(workspace_root());
-    without_cargo_run_variables(&mut command);
-    command
-}

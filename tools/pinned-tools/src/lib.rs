@@ -19,6 +19,16 @@ pub fn workspace_root() -> PathBuf {
         .map_or(manifest_dir.clone(), PathBuf::from)
 }
 
+/// `cargo`, the one running this program if any (`CARGO`), else the one on
+/// `PATH`, in the workspace root, without the variables of
+/// [`without_cargo_run_variables`].
+pub fn cargo() -> Command {
+    let mut command = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    command.current_dir(workspace_root());
+    without_cargo_run_variables(&mut command);
+    command
+}
+
 /// Remove from `command`'s environment what `cargo run` and `cargo test` set
 /// for the program they start (`CARGO_PKG_NAME`, `CARGO_MANIFEST_DIR`, ...).
 /// Build scripts watch some of them (ring's: `CARGO_MANIFEST_DIR`,
@@ -26,7 +36,7 @@ pub fn workspace_root() -> PathBuf {
 /// would rebuild ring and everything on it (the AWS SDK, the functions)
 /// whenever they differ from the last build's. Every build this project
 /// starts goes without them (xtask's and the local stack's).
-pub fn without_cargo_run_variables(command: &mut std::process::Command) {
+pub fn without_cargo_run_variables(command: &mut Command) {
     const SET_BY_CARGO: [&str; 7] = [
         "CARGO_PKG_",
         "CARGO_MANIFEST_",
@@ -390,8 +400,6 @@ fn with_retries(mut attempt: impl FnMut() -> Result<(), String>) -> Result<(), S
     attempt()
 }
 
-/// Copy `artifact` (`group:name`) at `version` and its dependencies from Maven
-/// Central into the folder of `jar`, unless `jar` is already there.
 /// Whether a Maven fetch left `jar` where it was asked to.
 fn fetched(jar: &Path) -> Result<(), String> {
     if jar.is_file() {
@@ -404,6 +412,8 @@ fn fetched(jar: &Path) -> Result<(), String> {
     }
 }
 
+/// Copy `artifact` (`group:name`) at `version` and its dependencies from Maven
+/// Central into the folder of `jar`, unless `jar` is already there.
 fn fetch_maven(artifact: &str, version: &str, jar: &Path, what: &str) -> Result<(), String> {
     if jar.is_file() {
         return Ok(());
