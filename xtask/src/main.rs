@@ -31,8 +31,9 @@
 //!   sample event in `events/NAME/` (see `new_function.rs`)
 //!
 //! - `user-changes`  the suite's steps that make a user's changes in a scratch
-//!   copy (`target/user-changes/`): a new function, one allocator per
-//!   function, an allocator without its feature (see `user_changes.rs`)
+//!   copy (`target/user-changes/`): a new function, the hasher on the
+//!   `bcrypt` crate, one allocator per function, an allocator without its
+//!   feature (see `user_changes.rs`)
 //!
 //! This crate only dispatches: the local stack (`tools/local-stack/`) and the lab
 //! (`tools/lab/`) are crates of their own, run with `cargo run` (the lab's quick
@@ -111,7 +112,7 @@ fn bcrypt_differential(flags: &[&str]) -> Result<(), String> {
 /// function with `quick`); a line says so where it cannot run here.
 fn sam_local(quick: bool) -> Result<(), String> {
     suite::sam_build_quick()?;
-    match suite::sam_local(quick)? {
+    match suite::sam_local(quick, None)? {
         suite::Outcome::Passed => Ok(()),
         suite::Outcome::Skipped(why) => {
             println!("sam local invoke skipped: {why}");

@@ -7,6 +7,7 @@ use crate::command::{
 };
 use crate::{init_check, sam, test_binaries, user_changes};
 use std::fs::File;
+use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -21,7 +22,7 @@ pub enum Outcome {
 type Step = (&'static str, fn() -> Result<Outcome, String>);
 
 /// The steps, in order: each later one may reuse what an earlier one built.
-const STEPS: [Step; 11] = [
+const STEPS: [Step; 9] = [
     (
         "install pinned tools while the tests build, linted as they compile",
         || passed(install_alongside_build()),
@@ -33,41 +34,26 @@ const STEPS: [Step; 11] = [
     ("performance lab, quick (properties only)", || {
         passed(lab_quick())
     }),
-    (
-        "password hasher with the bcrypt crate (feature bcrypt-crate)",
-        || {
-            passed(run(cargo().args([
-                "test",
-                "--package",
-                "password-hasher",
-                "--features",
-                "bcrypt-crate",
-            ])))
-        },
-    ),
     ("sam init from the git repository", || {
         passed(init_check::from_git())
     }),
     ("sam validate --lint", || {
         passed(run(&mut sam(&["validate", "--lint"])?))
     }),
-    ("sam build (x86_64, quick build)", || {
-        passed(sam_build_quick())
-    }),
-    // One sample per function: every sample is answered by the sam-built
-    // functions in the user's-changes step and by the test builds in
-    // `emulator`; this step proves the SAM CLI's own container path.
     (
-        "sam local invoke, one sample event per function (podman)",
-        || sam_local(true),
-    ),
-    (
-        "a user's changes: a new function (cargo xtask new-function)",
+        "a user's changes: a new function, the hasher on the bcrypt crate",
         || passed(user_changes::new_function()),
     ),
     (
         "a user's changes: one allocator per function, built and run",
         || passed(user_changes::mixed_allocators()),
+    ),
+    // One sample per function: every sample is answered by the sam-built
+    // functions in the step before and by the test builds in `emulator`;
+    // this step proves the SAM CLI's own container path, on that build.
+    (
+        "sam local invoke of that build, one sample event per function (podman)",
+        || sam_local(true, Some(&user_changes::sam_build_dir())),
     ),
     (
         "a user's changes: an allocator without its feature is a clear error",
@@ -122,22 +108,28 @@ fn passed(result: Result<(), String>) -> Result<Outcome, String> {
     result.map(|()| Outcome::Passed)
 }
 
-/// `sam build` of the quick kind (cargo's dev profile): proves the SAM +
-/// cargo-lambda wiring and the Lambda link, shares its build with `cargo
-/// xtask run`; the fat-LTO release build is for `cargo xtask run --release`,
-/// the lab and deploying.
+/// `sam build` of the quick kind (cargo's dev profile), as `cargo xtask run`
+/// builds; the fat-LTO release build is for `cargo xtask run --release`, the
+/// lab and deploying. The suite's own `sam build` is the user's-changes copy's
+/// (`user_changes::mixed_allocators`): the same template with every function on
+/// another allocator, so one build proves the SAM + cargo-lambda wiring and the
+/// Lambda link of all of them.
 pub fn sam_build_quick() -> Result<(), String> {
     run(&mut local_stack(&["build"])?)
 }
 
 /// `sam local invoke` of the sample events (one per function with `quick`)
-/// against the quick build, on podman. Skipped, with a line saying why,
-/// where no container engine can be had, except in CI (`CI=true`), where
-/// the step must run.
-pub fn sam_local(quick: bool) -> Result<Outcome, String> {
+/// against the build in `build_dir` (the quick build of `sam_build_quick` if
+/// `None`), on podman. Skipped, with a line saying why, where no container
+/// engine can be had, except in CI (`CI=true`), where the step must run.
+pub fn sam_local(quick: bool, build_dir: Option<&Path>) -> Result<Outcome, String> {
+    let build_dir = build_dir.map(|dir| dir.to_string_lossy().into_owned());
     let mut args = vec!["sam-local"];
     if quick {
         args.push("--quick");
+    }
+    if let Some(dir) = &build_dir {
+        args.extend(["--build-dir", dir]);
     }
     match run_or_skip(&mut local_stack(&args)?)? {
         Some(why) if in_ci() => Err(format!("it must run in CI, but was skipped: {why}")),

@@ -1,8 +1,9 @@
 //! A user's changes, made the way the README tells a user to make them, in a
 //! scratch copy of the project (`target/user-changes/`), then checked there
 //! as the project checks itself: a new function (`cargo xtask
-//! new-function`), each function on another allocator, and the error a user
-//! meets when an allocator's feature is missing.
+//! new-function`), the password hasher computing with the `bcrypt` crate (its
+//! feature `bcrypt-crate`), each function on another allocator, and the error
+//! a user meets when an allocator's feature is missing.
 //!
 //! The copy builds into this workspace's `target/`, so only its own crates
 //! are compiled again. Cargo names a workspace crate's artifacts after its
@@ -20,6 +21,8 @@ use std::process::Command;
 const COPY: &str = "target/user-changes";
 /// The function `new-function` adds to the copy.
 const NEW_FUNCTION: &str = "greeter";
+/// The function whose `bcrypt-crate` feature the copy turns on.
+const HASHER: &str = "password-hasher";
 /// Where `sam build` builds the copy's functions, inside the copy.
 const BUILD_DIR: &str = "target/sam-build-quick";
 /// One allocator per function, as each function's README tells how: the
@@ -33,14 +36,18 @@ const MIX: [(&str, &str, Option<&str>); 4] = [
 ];
 
 /// A fresh copy in which the template's functions each declare another
-/// allocator and `new-function` added one: the new function's format, lints
-/// and unit tests pass, and so do the copy's other unit tests (the functions'
-/// on their new allocators) and its tidy and template hygiene tests.
+/// allocator, the hasher computes with the `bcrypt` crate and `new-function`
+/// added a function: the new function's format, lints and unit tests pass, and
+/// so do the copy's other unit tests (the functions' on their new allocators),
+/// every test file of the hasher (on the `bcrypt` crate) and the copy's tidy
+/// and template hygiene tests.
 pub fn new_function() -> Result<(), String> {
     let copy = fresh_copy()?;
     for (function, kind, feature) in &MIX[..3] {
         switch_allocator(&copy.join("functions").join(function), kind, *feature)?;
     }
+    let hasher = copy.join("functions").join(HASHER);
+    set_default_features(&hasher, &["traces", "bcrypt-crate"])?;
     new_function::create(&copy, NEW_FUNCTION)?;
     distinct_artifact_names(&copy)?;
     run(&mut in_copy(&copy, &["fmt", "--all", "--check"]))?;
@@ -56,21 +63,46 @@ pub fn new_function() -> Result<(), String> {
             "warnings",
         ],
     ))?;
-    run(&mut test_in_copy(&copy, &["tidy", "template_hygiene"]))
+    let mut tests = vec!["tidy".to_owned(), "template_hygiene".to_owned()];
+    tests.extend(test_files(&hasher)?);
+    let tests: Vec<&str> = tests.iter().map(String::as_str).collect();
+    run(&mut test_in_copy(&copy, &tests))
+}
+
+/// Where the copy's `sam build` puts the functions (the suite's `sam local
+/// invoke` step runs them).
+pub fn sam_build_dir() -> PathBuf {
+    workspace_root().join(COPY).join(BUILD_DIR)
+}
+
+/// The names of the test files in `crate_dir/tests/` (cargo's names of its
+/// integration tests).
+fn test_files(crate_dir: &Path) -> Result<Vec<String>, String> {
+    let dir = crate_dir.join("tests");
+    let entries = std::fs::read_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let mut names = Vec::new();
+    for entry in entries {
+        let path = entry.map_err(|e| format!("{}: {e}", dir.display()))?.path();
+        if path.extension().is_some_and(|ext| ext == "rs") {
+            names.extend(path.file_stem().map(|s| s.to_string_lossy().into_owned()));
+        }
+    }
+    names.sort();
+    Ok(names)
 }
 
 /// In the copy of [`new_function`], the new function on the allocator of
 /// [`MIX`] too, and without the tracing exporter: `sam build` of the mix,
 /// then every sample event answered by the sam-built functions under the
-/// emulator, each served by its allocator, the new one saying it has no
-/// tracing built in.
+/// emulator (the hasher's with the `bcrypt` crate), each served by its
+/// allocator, the new one saying it has no tracing built in.
 pub fn mixed_allocators() -> Result<(), String> {
     let copy = existing_copy()?;
     let (function, kind, feature) = MIX[3];
     switch_allocator(&copy.join("functions").join(function), kind, feature)?;
-    without_traces(&copy.join("functions").join(function))?;
+    set_default_features(&copy.join("functions").join(function), &[])?;
     let template = copy.join("template.yaml");
-    let built = copy.join(BUILD_DIR);
+    let built = sam_build_dir();
     run(sam(&[
         "build",
         "--template-file",
@@ -98,19 +130,19 @@ fn test_in_copy(copy: &Path, tests: &[&str]) -> Command {
     in_copy(copy, &args)
 }
 
-/// The function in `dir` without its default feature `traces` (the tracing
-/// exporter), as its README says to drop it.
-fn without_traces(dir: &Path) -> Result<(), String> {
+/// The function in `dir` with `features` as its default features instead of
+/// the tracing exporter alone (`traces`), as the functions' READMEs say to
+/// drop it or the hasher's to compute with the `bcrypt` crate.
+fn set_default_features(dir: &Path, features: &[&str]) -> Result<(), String> {
+    const SHIPPED: &str = "default = [\"traces\"]";
     let manifest = dir.join("Cargo.toml");
     let text = read(&manifest)?;
-    let dropped = text.replace("default = [\"traces\"]", "default = []");
-    if dropped == text {
-        return Err(format!(
-            "{}: no `default = [\"traces\"]`",
-            manifest.display()
-        ));
+    let quoted: Vec<String> = features.iter().map(|f| format!("\"{f}\"")).collect();
+    let changed = text.replace(SHIPPED, &format!("default = [{}]", quoted.join(", ")));
+    if !text.contains(SHIPPED) {
+        return Err(format!("{}: no `{SHIPPED}`", manifest.display()));
     }
-    write(&manifest, &dropped)
+    write(&manifest, &changed)
 }
 
 /// In the copy: a function that declares an allocator whose feature it did
