@@ -2,7 +2,7 @@
 //! and a closing `suite: N passed, N failed, N skipped` line.
 
 use crate::command::{
-    cargo, describe, lint_while_building, local_stack, run, run_or_skip, target_dir,
+    cargo, describe, in_ci, lint_while_building, local_stack, run, run_or_skip, target_dir,
     workspace_binary, workspace_root,
 };
 use crate::{init_check, sam, test_binaries, user_changes};
@@ -136,11 +136,6 @@ pub fn sam_local(quick: bool, build_dir: Option<&Path>) -> Result<Outcome, Strin
         Some(why) => Ok(Outcome::Skipped(why)),
         None => Ok(Outcome::Passed),
     }
-}
-
-/// Whether this runs in CI (`CI=true`, as CI services set it).
-fn in_ci() -> bool {
-    std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
 }
 
 /// The whole suite, step by step; stops at the first failure.
