@@ -134,15 +134,23 @@ fn test_in_copy(copy: &Path, tests: &[&str]) -> Command {
 /// the tracing exporter alone (`traces`), as the functions' READMEs say to
 /// drop it or the hasher's to compute with the `bcrypt` crate.
 fn set_default_features(dir: &Path, features: &[&str]) -> Result<(), String> {
-    const SHIPPED: &str = "default = [\"traces\"]";
     let manifest = dir.join("Cargo.toml");
     let text = read(&manifest)?;
-    let quoted: Vec<String> = features.iter().map(|f| format!("\"{f}\"")).collect();
-    let changed = text.replace(SHIPPED, &format!("default = [{}]", quoted.join(", ")));
-    if !text.contains(SHIPPED) {
-        return Err(format!("{}: no `{SHIPPED}`", manifest.display()));
-    }
+    let changed = with_default_features(&text, features)
+        .ok_or_else(|| format!("{}: no `{SHIPPED_DEFAULT}`", manifest.display()))?;
     write(&manifest, &changed)
+}
+
+/// A function's default features as shipped.
+const SHIPPED_DEFAULT: &str = "default = [\"traces\"]";
+
+/// `manifest` with `features` as its default ones, if they are as shipped.
+fn with_default_features(manifest: &str, features: &[&str]) -> Option<String> {
+    let quoted: Vec<String> = features.iter().map(|f| format!("\"{f}\"")).collect();
+    let line = format!("default = [{}]", quoted.join(", "));
+    manifest
+        .contains(SHIPPED_DEFAULT)
+        .then(|| manifest.replace(SHIPPED_DEFAULT, &line))
 }
 
 /// In the copy: a function that declares an allocator whose feature it did
@@ -325,5 +333,25 @@ mod tests {
             with_allocator_feature("shared.workspace = true", Some("snmalloc")),
             r#"shared = { workspace = true, features = ["snmalloc"] }"#
         );
+    }
+
+    #[test]
+    fn the_hasher_as_shipped_takes_the_copys_default_features() {
+        let hasher = workspace_root().join("functions").join(HASHER);
+        let manifest = read(&hasher.join("Cargo.toml")).expect("the hasher's manifest");
+        let changed =
+            with_default_features(&manifest, &["traces", "bcrypt-crate"]).expect("as shipped");
+        assert!(changed.contains("default = [\"traces\", \"bcrypt-crate\"]"));
+        assert!(
+            manifest.contains("\nbcrypt-crate = "),
+            "the feature the copy turns on"
+        );
+        assert_eq!(
+            with_default_features(&changed, &[]),
+            None,
+            "no longer as shipped"
+        );
+        let tests = test_files(&hasher).expect("the hasher's test files");
+        assert!(tests.iter().any(|t| t == "differential"), "{tests:?}");
     }
 }
