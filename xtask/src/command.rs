@@ -53,7 +53,7 @@ pub fn program(path: &Path) -> Command {
 }
 
 /// `command` with the environment of [`lint_while_building`], once it was
-/// called, and in CI that of [`ci_env`].
+/// called, and in CI that of [`CI_ENV`].
 fn linting(mut command: Command) -> Command {
     if LINTING.load(Ordering::Relaxed) {
         command.envs(lint_env());
