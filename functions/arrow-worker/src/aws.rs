@@ -33,7 +33,8 @@ impl AwsStore {
     }
 
     /// Open `dynamodb` connections to DynamoDB and one to S3 (if a bucket is
-    /// configured) at the same time, during init (`shared::connections`).
+    /// configured), each with a spare, at the same time, during init
+    /// (`shared::connections`).
     pub async fn open_connections(&self, dynamodb: usize) {
         let tables = shared::connections::open("DynamoDB", dynamodb, || self.tables.answers());
         let objects = async {

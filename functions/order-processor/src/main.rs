@@ -19,8 +19,8 @@ async fn main() -> Result<(), lambda_runtime::Error> {
     // is reported failed in time for SQS to deliver it again; the SDK's own
     // retries know no deadline and would multiply the attempts, so they are
     // off. The connections a batch writes on (`WRITE_CONCURRENCY` at once, at
-    // most 64) are opened now, during init, by as many reads of a key no
-    // order has (`DynamoStore::answers`: data plane, never `DescribeTable`);
+    // most 64) and a spare are opened now, during init, by as many reads of a
+    // key no order has (`DynamoStore::answers`: data plane, never `DescribeTable`);
     // dead letters are rare: SQS's is not.
     let sdk = shared::aws::config_loader()
         .retry_config(RetryConfig::disabled())
