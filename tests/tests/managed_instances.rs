@@ -125,13 +125,14 @@ fn most_in_flight(logs: &str) -> usize {
     most
 }
 
-/// The runtime processes (`/var/task/bootstrap`) under the emulators `pids`.
+/// The runtime processes (the function's bootstrap) under the emulators `pids`.
 fn runtimes(pids: &[u32]) -> Vec<u32> {
     pids.iter()
         .flat_map(|pid| local_stack::process::descendants(*pid))
         .filter(|pid| {
-            std::fs::read(format!("/proc/{pid}/cmdline"))
-                .is_ok_and(|cmdline| cmdline.starts_with(b"/var/task/bootstrap"))
+            std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|cmdline| {
+                cmdline.starts_with(local_stack::task_root::FUNCTION_BOOTSTRAP.as_bytes())
+            })
         })
         .collect()
 }

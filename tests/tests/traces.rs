@@ -5,6 +5,7 @@
 use aws_sdk_sqs::types::{MessageSystemAttributeNameForSends, MessageSystemAttributeValue};
 use e2e::{LocalAnalytics, LocalDynamoDb, order_source, servers, servers_env, start, template};
 use local_stack::event_source::EventSource;
+use local_stack::pool::Options;
 use local_stack::xray_daemon::Daemon;
 use local_stack::zipkin::Zipkin;
 use serde_json::Value;
@@ -27,6 +28,15 @@ fn producer_header() -> (String, String) {
         fastrand::u64(1..)
     );
     (header, trace_id)
+}
+
+/// The parent segment id a trace header names (`Parent=`).
+fn parent(header: &str) -> &str {
+    header
+        .split("Parent=")
+        .nth(1)
+        .and_then(|p| p.get(..16))
+        .unwrap_or_default()
 }
 
 /// The spans of `trace_id` once Zipkin holds `wanted` of them (or what it
@@ -83,12 +93,7 @@ async fn an_order_sent_with_a_trace_header_is_one_trace_from_the_queue_to_its_pu
     let invocation = named(&spans, "invocation");
     let record = named(&spans, "record");
     let put = named(&spans, "DynamoDB.PutItem");
-    let producer_parent = header
-        .split("Parent=")
-        .nth(1)
-        .and_then(|p| p.get(..16))
-        .unwrap_or_default();
-    assert_eq!(invocation["parentId"], producer_parent, "{invocation}");
+    assert_eq!(invocation["parentId"], parent(&header), "{invocation}");
     assert_eq!(invocation["kind"], "SERVER");
     // The function's name, as Zipkin stores service names: in lower case.
     assert_eq!(
@@ -170,6 +175,62 @@ fn tracing_off_sends_nothing_and_opens_no_socket() {
         assert!(
             !exported.contains("correct horse"),
             "a password in the spans: {exported}"
+        );
+    }
+}
+
+/// On Lambda Managed Instances one environment serves several invocations at
+/// once, and each continues its own caller's trace: batches of one, two and
+/// three passwords sent together, each with an `X-Amzn-Trace-Id` of its own,
+/// are three traces, each holding its own invocation's batch.
+#[test]
+fn on_managed_instances_each_invocation_in_flight_continues_its_own_trace() {
+    let zipkin = Zipkin::start(&e2e::scratch("zipkin.log")).unwrap_or_else(|e| panic!("{e}"));
+    let daemon = Daemon::start(Some(zipkin.endpoint())).unwrap_or_else(|e| panic!("{e}"));
+    let address = daemon.address().to_string();
+    let template = template()
+        .with_parameters(&local_stack::managed_instances::LOCAL_PARAMETERS)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let pool = e2e::managed_pool(
+        &template,
+        "password-hasher",
+        &[("AWS_XRAY_DAEMON_ADDRESS", &address)],
+        None,
+    );
+    let calls: Vec<(usize, (String, String))> = (1..=3).map(|n| (n, producer_header())).collect();
+    let start = std::sync::Barrier::new(calls.len());
+    std::thread::scope(|s| {
+        for (passwords, (header, _)) in &calls {
+            let (start, pool) = (&start, &pool);
+            s.spawn(move || {
+                let event = serde_json::json!({
+                    "operation": "hash",
+                    "cost": 8,
+                    "passwords": vec!["a password"; *passwords],
+                });
+                let options = Options {
+                    trace_header: Some(header.clone()),
+                    ..Options::default()
+                };
+                start.wait();
+                let answer = pool
+                    .invoke_with(event.to_string().as_bytes(), &options)
+                    .unwrap_or_else(|e| panic!("{e}"))
+                    .invocation;
+                assert_eq!(answer.status, 200, "{}", answer.body);
+            });
+        }
+    });
+    for (passwords, (header, trace_id)) in &calls {
+        let spans = trace(&zipkin, trace_id, 2);
+        let invocation = named(&spans, "invocation");
+        assert_eq!(invocation["parentId"], parent(header), "{invocation}");
+        let batch = named(&spans, "batch");
+        assert_eq!(batch["parentId"], invocation["id"]);
+        assert_eq!(
+            batch["tags"]["items"].as_str(),
+            Some(passwords.to_string().as_str()),
+            "{header}: {batch}"
         );
     }
 }

@@ -17,7 +17,8 @@
 //! - it ignores the bootstrap named on its command line and runs
 //!   `/var/task/bootstrap` (or `/var/runtime/bootstrap`, `/opt/bootstrap`):
 //!   it runs in a private mount namespace where the function's bootstrap is
-//!   mounted there ([`crate::task_root`]);
+//!   mounted there ([`crate::task_root`]), through a script that points it
+//!   at the trace header proxy ([`crate::trace_header`]), as on demand;
 //! - it runs init at once, not at the first invocation, so the process joins
 //!   its cgroup before the emulator starts (the namespace's shell writes its
 //!   own pid into `cgroup.procs`), and writes no `INIT REPORT` line: the init
@@ -40,7 +41,7 @@ use crate::cgroup::{Cgroup, Limits};
 use crate::managed_instances::ManagedInstances;
 use crate::pool::{Invoked, Options};
 use crate::process::{Guard, free_port, log_end, wait_until_ready};
-use crate::task_root::{TASK_ROOT, TaskRoot};
+use crate::task_root::{FUNCTION_BOOTSTRAP, TASK_ROOT, TaskRoot};
 use crate::template::Function;
 use crate::trace_header::RuntimeProxy;
 use std::path::{Path, PathBuf};
@@ -60,7 +61,7 @@ pub struct Emulator {
     /// Lambda Managed Instances settings; `None`: on demand.
     managed: Option<ManagedInstances>,
     /// Hands the runtime each invocation's trace header (on demand).
-    runtime_proxy: Option<RuntimeProxy>,
+    runtime_proxy: RuntimeProxy,
     /// The function's timeout.
     timeout: Duration,
     /// Whether its runtime exited (Managed Instances: the emulator with it).
@@ -112,7 +113,7 @@ impl Emulator {
         limits: Limits,
     ) -> Result<Self, String> {
         let cgroup = Cgroup::for_function(spec.memory_mb, limits);
-        let (guard, port, runtime_proxy) = spawn_listening(log, |port, api_port| {
+        let started = spawn_listening(log, |port, api_port| {
             let (out, err) = appending(log)?;
             let runtime_proxy = RuntimeProxy::start(([127, 0, 0, 1], api_port).into())?;
             let mut command = Command::new(rie);
@@ -147,11 +148,9 @@ impl Emulator {
             if let Some(cgroup) = &cgroup {
                 cgroup.add(guard.pid())?;
             }
-            Ok((guard, Some(runtime_proxy)))
+            Ok((guard, runtime_proxy))
         })?;
-        let mut emulator = Self::running(guard, cgroup, None, None, spec, port, log);
-        emulator.runtime_proxy = runtime_proxy;
-        Ok(emulator)
+        Ok(Self::running(started, cgroup, None, None, spec, log))
     }
 
     /// Start `bootstrap` as one Lambda Managed Instances environment of
@@ -178,8 +177,9 @@ impl Emulator {
         }
         let task_root = TaskRoot::lease()?;
         let cgroup = Cgroup::for_function_on(spec.memory_mb, Some(managed), limits);
-        let (guard, port, _) = spawn_listening(log, |port, api_port| {
+        let started = spawn_listening(log, |port, api_port| {
             let (out, err) = appending(log)?;
+            let runtime_proxy = RuntimeProxy::start(([127, 0, 0, 1], api_port).into())?;
             // In the cgroup from the first instruction, then in the namespace.
             let unshare = Path::new("unshare");
             let mut command = cgroup
@@ -189,7 +189,9 @@ impl Emulator {
                 .args(["--mount", "--propagation", "private", "--", "sh", "-c"])
                 .arg(IN_NAMESPACE)
                 .arg("sh")
-                .arg(&bootstrap);
+                .arg(&bootstrap)
+                .arg(runtime_proxy.address().to_string())
+                .arg(FUNCTION_BOOTSTRAP);
             let max_concurrency = managed.max_concurrency.to_string();
             command
                 .arg(rie)
@@ -217,7 +219,7 @@ impl Emulator {
                 format!("emulator for {} (Managed Instances)", spec.logical_id),
                 &mut command,
             )?;
-            Ok((guard, ()))
+            Ok((guard, runtime_proxy))
         })
         .map_err(|e| {
             format!(
@@ -225,24 +227,23 @@ impl Emulator {
             )
         })?;
         Ok(Self::running(
-            guard,
+            started,
             cgroup,
             Some(task_root),
             Some(managed),
             spec,
-            port,
             log,
         ))
     }
 
-    /// The emulator `guard` runs, listening on `port`.
+    /// The emulator `guard` runs, listening on `port`, its function told the
+    /// runtime API of `runtime_proxy`.
     fn running(
-        guard: Guard,
+        (guard, port, runtime_proxy): (Guard, u16, RuntimeProxy),
         cgroup: Option<Cgroup>,
         task_root: Option<TaskRoot>,
         managed: Option<ManagedInstances>,
         spec: &Function,
-        port: u16,
         log: &Path,
     ) -> Self {
         let agent = ureq::Agent::config_builder()
@@ -255,7 +256,7 @@ impl Emulator {
             cgroup,
             _task_root: task_root,
             managed,
-            runtime_proxy: None,
+            runtime_proxy,
             timeout: Duration::from_secs(u64::from(spec.timeout_s.max(1))),
             ended: std::sync::atomic::AtomicBool::new(false),
             url: format!("http://127.0.0.1:{port}/2015-03-31/functions/function/invocations"),
@@ -283,21 +284,23 @@ impl Emulator {
             .then(|| std::fs::metadata(&self.log).map_or(0, |m| m.len()));
         let kills_before = self.oom_kills();
         let client_context = options.client_context.as_deref();
-        if let Some(proxy) = &self.runtime_proxy {
-            proxy.hand_over(
-                options
-                    .trace_header
-                    .clone()
-                    .or_else(|| sqs_trace_header(payload)),
-            );
-        }
-        // On Managed Instances invocations overlap in the log: each is named,
-        // so that its own `REPORT` line ends its tail.
+        // On Managed Instances invocations overlap in the log and at the
+        // runtime API: each is named, so that its own `REPORT` line ends its
+        // tail and its runtime worker gets its own trace header.
         let request_id = self.managed.map(|_| request_id());
-        let mut invocation = match &request_id {
-            None => self.post(payload, client_context, None)?,
-            Some(id) => self.post_to_a_free_worker(payload, client_context, id)?,
+        let trace_header = options
+            .trace_header
+            .clone()
+            .or_else(|| sqs_trace_header(payload));
+        if let Some(header) = trace_header {
+            self.runtime_proxy.hand_over(request_id.as_deref(), header);
+        }
+        let posted = match &request_id {
+            None => self.post(payload, client_context, None),
+            Some(id) => self.post_to_a_free_worker(payload, client_context, id),
         };
+        self.runtime_proxy.withdraw(request_id.as_deref());
+        let mut invocation = posted?;
         let killed = matches!(
             (kills_before, self.oom_kills()),
             (Some(before), Some(after)) if after > before
@@ -514,15 +517,24 @@ fn report_end(log: &[u8], request_id: Option<&str>) -> Option<usize> {
 
 /// The shell a Managed Instances emulator starts through, inside its new
 /// mount namespace (already in its cgroup: [`Cgroup::command`]): `$1` is the
-/// bootstrap, then the emulator's command. It mounts a small tmpfs on
-/// `/var/task` (seen only in the namespace) holding the bootstrap, and
-/// becomes the emulator (same pid).
+/// function's bootstrap, `$2` the runtime API it is told (the trace header
+/// proxy's: [`RuntimeProxy`]), `$3` where it is mounted
+/// ([`FUNCTION_BOOTSTRAP`]), then the emulator's command. It mounts a small
+/// tmpfs on `/var/task` (seen only in the namespace) holding the function's
+/// bootstrap and, as the `bootstrap` the emulator runs, a script that becomes
+/// it with that runtime API (same pid); then it becomes the emulator (same
+/// pid).
 const IN_NAMESPACE: &str = r#"set -e
 bootstrap=$1
-shift
+runtime_api=$2
+function=$3
+shift 3
 mount -t tmpfs -o size=64k,mode=0755 local-stack-task /var/task
-: > /var/task/bootstrap
-mount --bind "$bootstrap" /var/task/bootstrap
+mkdir "${function%/*}"
+: > "$function"
+mount --bind "$bootstrap" "$function"
+printf '#!/bin/sh\nexec /usr/bin/env AWS_LAMBDA_RUNTIME_API=%s %s\n' "$runtime_api" "$function" > /var/task/bootstrap
+chmod 0755 /var/task/bootstrap
 exec "$@""#;
 
 /// What `read` returns once `done` holds for it, or after 5 s.

@@ -6,8 +6,9 @@
 //! `/opt/bootstrap` that exists. So [`crate::emulator`] starts such an
 //! emulator in a private mount namespace of its own (`unshare --mount
 //! --propagation private`, as root), where the function's `bootstrap` is
-//! mounted at `/var/task/bootstrap`: no other process sees that mount, and it
-//! goes with the namespace's last process.
+//! mounted under `/var/task` (`/var/task/bootstrap` starts it: see
+//! `emulator.rs`): no other process sees that mount, and it goes with the
+//! namespace's last process.
 //!
 //! The mount point itself must exist, and a directory made inside a namespace
 //! is made on the machine's file system. [`TaskRoot::lease`] creates
@@ -26,6 +27,9 @@ use std::sync::{Mutex, MutexGuard};
 
 /// Where the emulator looks for the bootstrap.
 pub const TASK_ROOT: &str = "/var/task";
+/// Where, inside the namespace, the function's own bootstrap is mounted: the
+/// command line of a Managed Instances environment's runtime process.
+pub const FUNCTION_BOOTSTRAP: &str = "/var/task/function/bootstrap";
 /// Held exclusively while [`TASK_ROOT`] is created or removed; records
 /// whether the local stack created the directory.
 pub const LOCK_FILE: &str = "/run/local-stack-var-task.lock";

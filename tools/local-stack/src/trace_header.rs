@@ -9,7 +9,9 @@
 //! function is told `AWS_LAMBDA_RUNTIME_API` of the proxy), passes every
 //! request and answer through, and adds the header to the `/next` answer of
 //! the invocation that was given one ([`RuntimeProxy::hand_over`]). It
-//! serves one on-demand environment: one invocation at a time.
+//! serves one environment: on demand one invocation at a time, on Managed
+//! Instances several, each named by the request id the local stack gives it
+//! (the `/next` answer's `Lambda-Runtime-Aws-Request-Id`).
 
 use bytes::Bytes;
 use http::{HeaderValue, Request, Response, StatusCode};
@@ -18,6 +20,7 @@ use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
+use std::collections::HashMap;
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -25,15 +28,22 @@ use std::thread::JoinHandle;
 
 /// The header Lambda hands the runtime with each invocation.
 pub const RUNTIME_TRACE_HEADER: &str = "lambda-runtime-trace-id";
+/// The header naming the invocation a `/next` answer hands the runtime.
+const RUNTIME_REQUEST_ID: &str = "lambda-runtime-aws-request-id";
 /// Largest body passed through (the emulator enforces Lambda's own limits,
 /// which are smaller).
 const MAX_BODY_BYTES: usize = 64 << 20;
+
+/// Trace headers handed over and not yet taken, by the request id of their
+/// invocation (`None`: the next invocation, whatever the emulator names it).
+/// At most one per invocation in flight: [`RuntimeProxy::withdraw`].
+type Waiting = Arc<Mutex<HashMap<Option<String>, String>>>;
 
 /// A running proxy, stopped on drop.
 #[derive(Debug)]
 pub struct RuntimeProxy {
     address: SocketAddr,
-    next: Arc<Mutex<Option<String>>>,
+    waiting: Waiting,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     thread: Option<JoinHandle<()>>,
 }
@@ -46,20 +56,20 @@ impl RuntimeProxy {
             crate::process::free_listener().map_err(|e| format!("runtime API proxy: {e}"))?;
         let address = listener.local_addr().map_err(|e| e.to_string())?;
         listener.set_nonblocking(true).map_err(|e| e.to_string())?;
-        let next = Arc::new(Mutex::new(None));
+        let waiting = Waiting::default();
         let (stop, stopped) = tokio::sync::oneshot::channel();
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .map_err(|e| format!("runtime API proxy: {e}"))?;
-        let shared = Arc::clone(&next);
+        let shared = Arc::clone(&waiting);
         let thread = std::thread::Builder::new()
             .name("runtime-api-proxy".into())
             .spawn(move || runtime.block_on(serve(listener, upstream, shared, stopped)))
             .map_err(|e| format!("runtime API proxy: {e}"))?;
         Ok(Self {
             address,
-            next,
+            waiting,
             stop: Some(stop),
             thread: Some(thread),
         })
@@ -70,9 +80,16 @@ impl RuntimeProxy {
         self.address
     }
 
-    /// Hand `header` (or none) to the runtime with the next invocation.
-    pub fn hand_over(&self, header: Option<String>) {
-        *self.next.lock().unwrap_or_else(PoisonError::into_inner) = header;
+    /// Hand `header` to the runtime with the invocation named `request_id`
+    /// (`None`: with the next one).
+    pub fn hand_over(&self, request_id: Option<&str>, header: String) {
+        lock(&self.waiting).insert(request_id.map(str::to_owned), header);
+    }
+
+    /// Drop the header of the invocation named `request_id` if its runtime did
+    /// not take it (the invocation ended before reaching the runtime).
+    pub fn withdraw(&self, request_id: Option<&str>) {
+        lock(&self.waiting).remove(&request_id.map(str::to_owned));
     }
 }
 
@@ -87,10 +104,14 @@ impl Drop for RuntimeProxy {
     }
 }
 
+fn lock(waiting: &Waiting) -> std::sync::MutexGuard<'_, HashMap<Option<String>, String>> {
+    waiting.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
 async fn serve(
     listener: std::net::TcpListener,
     upstream: SocketAddr,
-    next: Arc<Mutex<Option<String>>>,
+    waiting: Waiting,
     mut stopped: tokio::sync::oneshot::Receiver<()>,
 ) {
     let Ok(listener) = tokio::net::TcpListener::from_std(listener) else {
@@ -104,11 +125,11 @@ async fn serve(
                 Err(_) => continue,
             },
         };
-        let next = Arc::clone(&next);
+        let waiting = Arc::clone(&waiting);
         tokio::spawn(async move {
             let service = service_fn(move |request| {
-                let next = Arc::clone(&next);
-                async move { Ok::<_, Infallible>(answer(request, upstream, &next).await) }
+                let waiting = Arc::clone(&waiting);
+                async move { Ok::<_, Infallible>(answer(request, upstream, &waiting).await) }
             });
             let _ = http1::Builder::new()
                 .serve_connection(TokioIo::new(stream), service)
@@ -117,19 +138,27 @@ async fn serve(
     }
 }
 
-/// The emulator's answer to `request`, with the trace header added to a
-/// `/next` answer; a 502 naming the failure if the emulator could not be
-/// asked.
+/// The emulator's answer to `request`, with the trace header of its
+/// invocation added to a `/next` answer; a 502 naming the failure if the
+/// emulator could not be asked.
 async fn answer(
     request: Request<Incoming>,
     upstream: SocketAddr,
-    next: &Mutex<Option<String>>,
+    waiting: &Waiting,
 ) -> Response<Full<Bytes>> {
     let is_next = request.uri().path().ends_with("/runtime/invocation/next");
     match relay(request, upstream).await {
         Ok(mut response) => {
             if is_next && response.status() == StatusCode::OK {
-                let header = next.lock().unwrap_or_else(PoisonError::into_inner).take();
+                let named = response
+                    .headers()
+                    .get(RUNTIME_REQUEST_ID)
+                    .and_then(|id| id.to_str().ok())
+                    .map(str::to_owned);
+                let header = {
+                    let mut waiting = lock(waiting);
+                    waiting.remove(&named).or_else(|| waiting.remove(&None))
+                };
                 if let Some(value) = header.and_then(|h| HeaderValue::from_str(&h).ok()) {
                     response.headers_mut().insert(RUNTIME_TRACE_HEADER, value);
                 }
