@@ -19,10 +19,10 @@ use std::time::{Duration, Instant};
 const AT_ONCE: usize = 2;
 
 /// Test binaries that run with nothing beside them (`package target`), and
-/// why. fan_out's one function scans 100,000 orders in DynamoDB Local within
+/// why. fan_out's one function scans 64,000 orders in DynamoDB Local within
 /// its Timeout, as on Lambda: beside another binary, DynamoDB Local served
-/// the scan too slowly, and it stopped at its deadline (`DeadlineTooShort`
-/// after 54,763 rows; tried).
+/// the scan too slowly, and it stopped at its deadline (of 100,000 orders
+/// then, `DeadlineTooShort` after 54,763 rows; tried).
 const RUN_ALONE: [&str; 1] = ["e2e fan_out"];
 
 /// A test binary `cargo test --workspace` builds.
