@@ -60,7 +60,7 @@ pub struct Emulator {
     _task_root: Option<TaskRoot>,
     /// Lambda Managed Instances settings; `None`: on demand.
     managed: Option<ManagedInstances>,
-    /// Hands the runtime each invocation's trace header (on demand).
+    /// Hands the runtime each invocation's trace header.
     runtime_proxy: RuntimeProxy,
     /// The function's timeout.
     timeout: Duration,
