@@ -933,6 +933,40 @@ impl Default for LocalAnalytics {
     }
 }
 
+/// `calls` (each an event and its options) sent to `pool` at once (released
+/// together by a barrier), each answered (HTTP 200, a function error
+/// included); the answers, in order.
+pub fn send_at_once(
+    pool: &local_stack::pool::Pool,
+    calls: Vec<(String, local_stack::pool::Options)>,
+) -> Vec<serde_json::Value> {
+    let start = std::sync::Barrier::new(calls.len());
+    std::thread::scope(|s| {
+        let calls: Vec<_> = calls
+            .into_iter()
+            .map(|(event, options)| {
+                let start = &start;
+                s.spawn(move || {
+                    start.wait();
+                    pool.invoke_with(event.as_bytes(), &options)
+                })
+            })
+            .collect();
+        calls
+            .into_iter()
+            .map(|call| {
+                let answer = call
+                    .join()
+                    .expect("thread")
+                    .unwrap_or_else(|e| panic!("{e}\n{}", pool.logs()))
+                    .invocation;
+                assert_eq!(answer.status, 200, "{}", answer.body);
+                answer.json().expect("JSON")
+            })
+            .collect()
+    })
+}
+
 /// The Lambda Managed Instances environment of the function `name` of
 /// `template`, as `cargo xtask run` starts it: a pool of one emulator serving
 /// up to the function's `PerExecutionEnvironmentMaxConcurrency` at once, with

@@ -21,12 +21,12 @@
 //!   skipped where limits are not enforced).
 
 use e2e::throttling_proxy::{BURST_EVERY, BURST_LENGTH, ThrottlingProxy};
-use e2e::{assert_pool_within_memory_limit, json_lines, managed_pool, template};
+use e2e::{assert_pool_within_memory_limit, json_lines, managed_pool, send_at_once, template};
 use local_stack::cgroup;
 use local_stack::emulator::OUT_OF_MEMORY;
 use local_stack::event_source::Totals;
 use local_stack::managed_instances::{LOCAL_PARAMETERS, ManagedInstances};
-use local_stack::pool::Pool;
+use local_stack::pool::{Options, Pool};
 use local_stack::template::{Function, Template};
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
@@ -73,41 +73,17 @@ fn hash_event(n: usize) -> String {
 /// `n` hash requests sent to `pool` at once, each answered with its two
 /// hashes; the answers.
 fn invoke_at_once(pool: &Pool, n: usize) -> Vec<Value> {
-    send_at_once(pool, (0..n).map(hash_event).collect())
-        .into_iter()
-        .inspect(|body| {
-            assert_eq!(body["hashes"].as_array().map(Vec::len), Some(2), "{body}");
-        })
-        .collect()
-}
-
-/// `events` sent to `pool` at once (released together by a barrier), each
-/// answered (HTTP 200, a function error included); the answers.
-fn send_at_once(pool: &Pool, events: Vec<String>) -> Vec<Value> {
-    let start = std::sync::Barrier::new(events.len());
-    std::thread::scope(|s| {
-        let calls: Vec<_> = events
-            .into_iter()
-            .map(|event| {
-                let start = &start;
-                s.spawn(move || {
-                    start.wait();
-                    pool.invoke(event)
-                })
-            })
-            .collect();
-        calls
-            .into_iter()
-            .map(|call| {
-                let answer = call
-                    .join()
-                    .expect("thread")
-                    .unwrap_or_else(|e| panic!("{e}\n{}", pool.logs()));
-                assert_eq!(answer.status, 200, "{}", answer.body);
-                answer.json().expect("JSON")
-            })
-            .collect()
+    send_at_once(
+        pool,
+        (0..n)
+            .map(|n| (hash_event(n), Options::default()))
+            .collect(),
+    )
+    .into_iter()
+    .inspect(|body| {
+        assert_eq!(body["hashes"].as_array().map(Vec::len), Some(2), "{body}");
     })
+    .collect()
 }
 
 /// The most invocations in flight at once in an emulator's log: each
@@ -451,7 +427,7 @@ async fn concurrent_large_aggregations_stay_within_the_environments_memory() {
     let alone = aggregated_alone(&pool);
     let at_once = most_at_once(managed) + 2;
     let answers: Vec<Value> = (0..ROUNDS)
-        .flat_map(|_| send_at_once(&pool, vec![aggregation(); at_once]))
+        .flat_map(|_| send_at_once(&pool, vec![(aggregation(), Options::default()); at_once]))
         .collect();
     let busy = busy_or_equal(&answers, &alone);
     eprintln!(
@@ -480,7 +456,7 @@ fn aggregation() -> String {
 /// The answer of [`aggregation`] alone in `pool`, checked against the orders
 /// written, without how its invocation went (`run`).
 fn aggregated_alone(pool: &Pool) -> Value {
-    let answer = send_at_once(pool, vec![aggregation()]).remove(0);
+    let answer = send_at_once(pool, vec![(aggregation(), Options::default())]).remove(0);
     let groups = answer["groups"].as_array().map(Vec::len);
     assert!(
         answer["rows"]["scanned"] == ARROW_ORDERS

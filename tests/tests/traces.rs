@@ -198,11 +198,12 @@ fn on_managed_instances_each_invocation_in_flight_continues_its_own_trace() {
         None,
     );
     let calls: Vec<(usize, (String, String))> = (1..=3).map(|n| (n, producer_header())).collect();
-    let start = std::sync::Barrier::new(calls.len());
-    std::thread::scope(|s| {
-        for (passwords, (header, _)) in &calls {
-            let (start, pool) = (&start, &pool);
-            s.spawn(move || {
+    // Each batch with its own trace header, all sent at once.
+    e2e::send_at_once(
+        &pool,
+        calls
+            .iter()
+            .map(|(passwords, (header, _))| {
                 let event = serde_json::json!({
                     "operation": "hash",
                     "cost": 8,
@@ -212,15 +213,10 @@ fn on_managed_instances_each_invocation_in_flight_continues_its_own_trace() {
                     trace_header: Some(header.clone()),
                     ..Options::default()
                 };
-                start.wait();
-                let answer = pool
-                    .invoke_with(event.to_string().as_bytes(), &options)
-                    .unwrap_or_else(|e| panic!("{e}"))
-                    .invocation;
-                assert_eq!(answer.status, 200, "{}", answer.body);
-            });
-        }
-    });
+                (event.to_string(), options)
+            })
+            .collect(),
+    );
     for (passwords, (header, trace_id)) in &calls {
         let spans = trace(&zipkin, trace_id, 2);
         let invocation = named(&spans, "invocation");
