@@ -6,6 +6,7 @@
 use local_stack::elasticmq::{LocalQueue, depth, send, take_all, with_queue_urls};
 use local_stack::emulator::Emulator;
 pub use local_stack::emulator::init_duration_ms;
+use local_stack::jvm::Compiler;
 use local_stack::local_aws::NO_SERVER;
 use local_stack::template::{Function, SqsSource, Template};
 pub use local_stack::workspace_root;
@@ -489,10 +490,12 @@ pub fn tls_front(port: u16) -> local_stack::tls_front::TlsFront {
 }
 
 impl LocalDynamoDb {
-    /// Start an in-memory DynamoDB Local and create the template's tables.
+    /// Start an in-memory DynamoDB Local for one test (the quick compiler,
+    /// [`Compiler::Quick`]) and create the template's tables.
     pub async fn start() -> Self {
         let server = local_stack::dynamodb_local::DynamoDbLocal::start(
             &scratch("dynamodb").with_extension("log"),
+            Compiler::Quick,
         )
         .unwrap_or_else(|e| panic!("{e}"));
         Self::with_tables(server).await
@@ -501,13 +504,14 @@ impl LocalDynamoDb {
     /// Start DynamoDB Local on a free port with its database in the folder
     /// `db_path` (created if missing), so that a server killed and started
     /// again on the same port and path finds every item written before.
-    pub async fn start_persistent(db_path: &Path) -> Self {
+    pub async fn start_persistent(db_path: &Path, compiler: Compiler) -> Self {
         std::fs::create_dir_all(db_path).unwrap_or_else(|e| panic!("{}: {e}", db_path.display()));
         let port = local_stack::process::free_port().unwrap_or_else(|e| panic!("free port: {e}"));
         let server = local_stack::dynamodb_local::DynamoDbLocal::start_on(
             port,
             Some(db_path),
             &scratch("dynamodb").with_extension("log"),
+            compiler,
         )
         .unwrap_or_else(|e| panic!("{e}"));
         Self::with_tables(server).await
@@ -564,9 +568,11 @@ impl LocalQueues {
     /// Start ElasticMQ and create the queues of `template` (e.g. with other
     /// parameter values).
     pub async fn start_from(template: &Template, visibility_timeout_s: u32) -> Self {
-        let server =
-            local_stack::elasticmq::ElasticMq::start(&scratch("elasticmq").with_extension("log"))
-                .unwrap_or_else(|e| panic!("{e}"));
+        let server = local_stack::elasticmq::ElasticMq::start(
+            &scratch("elasticmq").with_extension("log"),
+            Compiler::Quick,
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
         let client = server.client();
         let queues =
             local_stack::elasticmq::create_queues(template, &client, Some(visibility_timeout_s))
@@ -640,7 +646,7 @@ pub async fn servers(
 ) -> (LocalDynamoDb, LocalQueues) {
     let dynamodb = tokio::spawn(async move {
         match db_path {
-            Some(path) => LocalDynamoDb::start_persistent(&path).await,
+            Some(path) => LocalDynamoDb::start_persistent(&path, Compiler::Quick).await,
             None => LocalDynamoDb::start().await,
         }
     });

@@ -13,6 +13,7 @@ use aws_sdk_s3::Client as S3;
 use e2e::{DataDir, LocalAnalytics, LocalDynamoDb};
 use futures::StreamExt;
 use local_stack::emulator::Invocation;
+use local_stack::jvm::Compiler;
 use local_stack::lambda_api::LambdaApi;
 use local_stack::pool::Pool;
 use order_processor::dynamodb::item;
@@ -172,7 +173,7 @@ async fn the_state_machine_fans_out_over_16_and_64_segments_to_one_scans_answer(
     // In a database folder, not in memory: DynamoDB Local pages a whole-table
     // scan about twice as fast from one.
     let data = DataDir::new("fan-out");
-    let ddb = LocalDynamoDb::start_persistent(data.path()).await;
+    let ddb = LocalDynamoDb::start_persistent(data.path(), Compiler::Peak).await;
     let client = ddb.server.client();
     // The worker, moto and the Invoke API start while the orders are written.
     let stack = tokio::task::spawn_blocking(move || stack(ddb));

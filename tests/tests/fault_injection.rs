@@ -34,6 +34,7 @@ use local_stack::dynamodb_local::DynamoDbLocal;
 use local_stack::elasticmq::{LocalQueue, depth, take_all};
 use local_stack::emulator::{Emulator, Invocation};
 use local_stack::event_source::{EventSource, Totals, drain_concurrently, pollers};
+use local_stack::jvm::Compiler;
 use local_stack::local_aws::function_env;
 use local_stack::process;
 use local_stack::template::SqsSource;
@@ -668,6 +669,7 @@ impl Outage {
                 port,
                 db_path.as_deref(),
                 &log.with_extension("restarted.log"),
+                Compiler::Quick,
             )?;
             Ok((
                 server,

@@ -3,6 +3,7 @@
 
 use e2e::{expected_hashes, sample_records, scratch, stored_hashes};
 use local_stack::dynamodb_local::{self, DynamoDbLocal};
+use local_stack::jvm::Compiler;
 use order_processor::config::Config;
 use order_processor::dynamodb::DynamoStore;
 use order_processor::handler::{Handler, Outcome};
@@ -39,8 +40,11 @@ fn within(seconds: u64) -> Deadline {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_thousand_orders_are_stored_once_and_redelivery_writes_nothing() {
-    let ddb = DynamoDbLocal::start(&scratch("dynamodb-thousand").with_extension("log"))
-        .expect("DynamoDB Local");
+    let ddb = DynamoDbLocal::start(
+        &scratch("dynamodb-thousand").with_extension("log"),
+        Compiler::Quick,
+    )
+    .expect("DynamoDB Local");
     create_tables(&ddb).await;
     let records = sample_records(0..1_000);
 
@@ -92,7 +96,7 @@ async fn an_outage_fails_exactly_the_affected_messages_and_replay_completes_the_
     let data = scratch("dynamodb-outage");
     std::fs::create_dir_all(&data).expect("data dir");
     let port = local_stack::process::free_port().expect("port");
-    let ddb = DynamoDbLocal::start_on(port, Some(&data), &data.join("first.log"))
+    let ddb = DynamoDbLocal::start_on(port, Some(&data), &data.join("first.log"), Compiler::Quick)
         .expect("DynamoDB Local");
     create_tables(&ddb).await;
     let container = handler(&ddb.endpoint());
@@ -128,8 +132,13 @@ async fn an_outage_fails_exactly_the_affected_messages_and_replay_completes_the_
         "exactly the messages sent during the outage failed"
     );
 
-    let ddb = DynamoDbLocal::start_on(port, db_path.as_deref(), &data.join("second.log"))
-        .expect("restart");
+    let ddb = DynamoDbLocal::start_on(
+        port,
+        db_path.as_deref(),
+        &data.join("second.log"),
+        Compiler::Quick,
+    )
+    .expect("restart");
     for batch in records[after.clone()].chunks(10) {
         let report = container.process(batch, within(20)).await.expect("report");
         assert!(
@@ -161,8 +170,11 @@ async fn stored_items_are_compared_in_their_own_hash_version() {
     use aws_sdk_dynamodb::types::AttributeValue;
     use order_processor::order::content_hash;
     use shared::orders::attr;
-    let ddb = DynamoDbLocal::start(&scratch("dynamodb-hash-version").with_extension("log"))
-        .expect("DynamoDB Local");
+    let ddb = DynamoDbLocal::start(
+        &scratch("dynamodb-hash-version").with_extension("log"),
+        Compiler::Quick,
+    )
+    .expect("DynamoDB Local");
     create_tables(&ddb).await;
     let records = sample_records(0..2);
     let orders: Vec<_> = (0..2)

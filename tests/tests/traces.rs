@@ -5,6 +5,7 @@
 use aws_sdk_sqs::types::{MessageSystemAttributeNameForSends, MessageSystemAttributeValue};
 use e2e::{LocalAnalytics, LocalDynamoDb, order_source, servers, servers_env, start, template};
 use local_stack::event_source::EventSource;
+use local_stack::jvm::Compiler;
 use local_stack::pool::Options;
 use local_stack::xray_daemon::Daemon;
 use local_stack::zipkin::Zipkin;
@@ -66,7 +67,8 @@ fn named<'a>(spans: &'a [Value], name: &str) -> &'a Value {
 /// order's record span to its `PutItem`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_order_sent_with_a_trace_header_is_one_trace_from_the_queue_to_its_put_item() {
-    let zipkin = Zipkin::start(&e2e::scratch("zipkin.log")).unwrap_or_else(|e| panic!("{e}"));
+    let zipkin = Zipkin::start(&e2e::scratch("zipkin.log"), Compiler::Quick)
+        .unwrap_or_else(|e| panic!("{e}"));
     let daemon = Daemon::start(Some(zipkin.endpoint())).unwrap_or_else(|e| panic!("{e}"));
     let template = template();
     let source = order_source(&template);
@@ -185,7 +187,8 @@ fn tracing_off_sends_nothing_and_opens_no_socket() {
 /// are three traces, each holding its own invocation's batch.
 #[test]
 fn on_managed_instances_each_invocation_in_flight_continues_its_own_trace() {
-    let zipkin = Zipkin::start(&e2e::scratch("zipkin.log")).unwrap_or_else(|e| panic!("{e}"));
+    let zipkin = Zipkin::start(&e2e::scratch("zipkin.log"), Compiler::Quick)
+        .unwrap_or_else(|e| panic!("{e}"));
     let daemon = Daemon::start(Some(zipkin.endpoint())).unwrap_or_else(|e| panic!("{e}"));
     let address = daemon.address().to_string();
     let template = template()
@@ -238,7 +241,8 @@ fn on_managed_instances_each_invocation_in_flight_continues_its_own_trace() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_state_machine_run_is_one_trace_with_every_segment_and_the_merge() {
     const SEGMENTS: usize = 4;
-    let zipkin = Zipkin::start(&e2e::scratch("zipkin.log")).unwrap_or_else(|e| panic!("{e}"));
+    let zipkin = Zipkin::start(&e2e::scratch("zipkin.log"), Compiler::Quick)
+        .unwrap_or_else(|e| panic!("{e}"));
     let daemon = Daemon::start(Some(zipkin.endpoint())).unwrap_or_else(|e| panic!("{e}"));
     let ddb = LocalDynamoDb::start().await;
     let mut analytics = LocalAnalytics::new();

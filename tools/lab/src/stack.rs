@@ -6,6 +6,7 @@
 use futures::future::join_all;
 use local_stack::dynamodb_local::{self, DynamoDbLocal};
 use local_stack::emulator::Emulator;
+use local_stack::jvm::Compiler;
 use local_stack::template::{Function, Template};
 use local_stack::workspace_root;
 use order_processor::dynamodb::DynamoStore;
@@ -38,7 +39,7 @@ impl Tables {
             .enable_all()
             .build()
             .map_err(|e| e.to_string())?;
-        let dynamodb = DynamoDbLocal::start(log)?;
+        let dynamodb = DynamoDbLocal::start(log, Compiler::Peak)?;
         runtime.block_on(dynamodb_local::create_tables(template, &dynamodb.client()))?;
         Ok(Self { dynamodb, runtime })
     }

@@ -1,6 +1,7 @@
 //! DynamoDB Local on a free 127.0.0.1 port, its tables created from
 //! `template.yaml`, stopped on drop.
 
+use crate::jvm::{self, Compiler};
 use crate::process::{Guard, free_port, wait_for_port, wait_until_ready};
 use crate::template::Template;
 use crate::tools;
@@ -11,7 +12,7 @@ use aws_sdk_dynamodb::types::{
 };
 use serde_norway::Value;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
 
 /// A running DynamoDB Local.
@@ -44,13 +45,18 @@ fn ready(guard: &mut Guard, port: u16, log: &Path) -> Result<(), String> {
 
 impl DynamoDbLocal {
     /// Start an in-memory DynamoDB Local on a free port.
-    pub fn start(log: &Path) -> Result<Self, String> {
-        Self::start_on(free_port().map_err(|e| e.to_string())?, None, log)
+    pub fn start(log: &Path, compiler: Compiler) -> Result<Self, String> {
+        Self::start_on(free_port().map_err(|e| e.to_string())?, None, log, compiler)
     }
 
     /// Start DynamoDB Local on `port`, keeping its data in `db_path` if given
     /// (so a restart finds it again).
-    pub fn start_on(port: u16, db_path: Option<&Path>, log: &Path) -> Result<Self, String> {
+    pub fn start_on(
+        port: u16,
+        db_path: Option<&Path>,
+        log: &Path,
+        compiler: Compiler,
+    ) -> Result<Self, String> {
         tools::require(&tools::dynamodb_local_lib(), "DynamoDB Local")?;
         tools::require(
             &tools::dynamodb_local_launcher(),
@@ -63,10 +69,9 @@ impl DynamoDbLocal {
             tools::dynamodb_local_lib().display(),
             tools::dynamodb_local_launcher().display()
         );
-        let mut command = Command::new("java");
+        let mut command = jvm::command("1g", compiler);
         command
             .args([
-                "-Xmx1g",
                 "-cp",
                 &classpath,
                 "LoopbackDynamoDbLocal",
@@ -224,6 +229,7 @@ pub async fn create_tables(template: &Template, client: &Client) -> Result<Vec<S
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::process::Command;
 
     /// A stand-in for the launcher: `script` run by `sh`, its output in `log`.
     fn stand_in(script: &str, log: &Path) -> Guard {

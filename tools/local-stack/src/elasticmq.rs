@@ -3,6 +3,7 @@
 //! drop; and a function's queue references pointed at those queues
 //! ([`with_queue_urls`]).
 
+use crate::jvm::{self, Compiler};
 use crate::local_aws::REGION;
 use crate::process::{Guard, free_port, wait_for_port};
 use crate::template::{Queue, Template};
@@ -12,7 +13,7 @@ use aws_sdk_sqs::types::{
     Message, MessageSystemAttributeName, QueueAttributeName, SendMessageBatchRequestEntry,
 };
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
 
 /// The account id ElasticMQ puts in queue ARNs and URLs.
@@ -28,7 +29,7 @@ pub struct ElasticMq {
 impl ElasticMq {
     /// Start ElasticMQ on a free port; its output goes to `log`, its
     /// configuration next to it.
-    pub fn start(log: &Path) -> Result<Self, String> {
+    pub fn start(log: &Path, compiler: Compiler) -> Result<Self, String> {
         tools::require(&tools::elasticmq_lib(), "ElasticMQ")?;
         let port = free_port().map_err(|e| e.to_string())?;
         // Bound to loopback only; queue URLs name the same address; no
@@ -46,9 +47,8 @@ aws {{ region = "{REGION}", accountId = "{ACCOUNT_ID}" }}
             .map_err(|e| format!("{}: {e}", config_path.display()))?;
         let out = std::fs::File::create(log).map_err(|e| format!("{}: {e}", log.display()))?;
         let err = out.try_clone().map_err(|e| e.to_string())?;
-        let mut command = Command::new("java");
+        let mut command = jvm::command("256m", compiler);
         command
-            .arg("-Xmx256m")
             .arg(format!("-Dconfig.file={}", config_path.display()))
             .arg("-cp")
             .arg(format!("{}/*", tools::elasticmq_lib().display()))

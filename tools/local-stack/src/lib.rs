@@ -18,6 +18,7 @@ pub mod event_source;
 pub mod events;
 pub mod expectations;
 pub mod function_url;
+pub mod jvm;
 pub mod lambda_api;
 pub mod lambda_rules;
 pub mod least_privilege;

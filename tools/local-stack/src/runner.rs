@@ -20,6 +20,7 @@ use crate::elasticmq::{self, ElasticMq, LocalQueue};
 use crate::event_source::{self, EventSource};
 use crate::expectations::{self, Context};
 use crate::function_url::FunctionUrl;
+use crate::jvm::Compiler;
 use crate::lambda_api::{LambdaApi, Served};
 use crate::local_aws::function_env;
 use crate::managed_instances::ManagedInstances;
@@ -304,10 +305,10 @@ fn start_servers(
     logs: &Path,
     runtime: &tokio::runtime::Runtime,
 ) -> Result<Servers, String> {
-    let zipkin = Zipkin::start(&logs.join("zipkin.log"))?;
+    let zipkin = Zipkin::start(&logs.join("zipkin.log"), Compiler::Peak)?;
     let daemon = Daemon::start(Some(zipkin.endpoint()))?;
-    let dynamodb = DynamoDbLocal::start(&logs.join("dynamodb-local.log"))?;
-    let elasticmq = ElasticMq::start(&logs.join("elasticmq.log"))?;
+    let dynamodb = DynamoDbLocal::start(&logs.join("dynamodb-local.log"), Compiler::Peak)?;
+    let elasticmq = ElasticMq::start(&logs.join("elasticmq.log"), Compiler::Peak)?;
     let tables = runtime.block_on(dynamodb_local::create_tables(template, &dynamodb.client()))?;
     let queues = runtime.block_on(elasticmq::create_queues(
         template,

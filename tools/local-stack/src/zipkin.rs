@@ -2,10 +2,11 @@
 //! (in memory, bounded by its own span limit), stopped on drop. The local
 //! X-Ray daemon ([`crate::xray_daemon`]) hands it the functions' spans.
 
+use crate::jvm::{self, Compiler};
 use crate::process::{Guard, free_port, wait_for_port};
 use crate::tools;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
 
 /// Spans Zipkin keeps in memory before it drops the oldest traces.
@@ -34,7 +35,7 @@ impl Drop for Scratch {
 
 impl Zipkin {
     /// Start Zipkin on a free loopback port; its output goes to `log`.
-    pub fn start(log: &Path) -> Result<Self, String> {
+    pub fn start(log: &Path, compiler: Compiler) -> Result<Self, String> {
         let jar = tools::zipkin_jar();
         tools::require(&jar, "Zipkin")?;
         let port = free_port().map_err(|e| e.to_string())?;
@@ -43,9 +44,8 @@ impl Zipkin {
         let scratch = Scratch(PathBuf::from(format!("{}.tmp", log.display())));
         let _ = std::fs::remove_dir_all(&scratch.0);
         std::fs::create_dir_all(&scratch.0).map_err(|e| format!("{}: {e}", scratch.0.display()))?;
-        let mut command = Command::new("java");
+        let mut command = jvm::command("256m", compiler);
         command
-            .arg("-Xmx256m")
             .arg(format!("-Djava.io.tmpdir={}", scratch.0.display()))
             .arg("-jar")
             .arg(&jar)

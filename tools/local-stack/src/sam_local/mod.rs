@@ -40,6 +40,7 @@ use engine::Engine;
 
 use crate::dynamodb_local::{self, DynamoDbLocal};
 use crate::elasticmq::{self, ElasticMq};
+use crate::jvm::Compiler;
 use crate::local_aws::{self, function_env};
 use crate::process::Guard;
 use crate::template::{Function, Template};
@@ -146,8 +147,8 @@ pub fn run(build_dir: &Path, logs: &Path, quick: bool) -> Result<Outcome, String
         .enable_all()
         .build()
         .map_err(|e| e.to_string())?;
-    let dynamodb = DynamoDbLocal::start(&logs.join("dynamodb-local.log"))?;
-    let elasticmq = ElasticMq::start(&logs.join("elasticmq.log"))?;
+    let dynamodb = DynamoDbLocal::start(&logs.join("dynamodb-local.log"), Compiler::Quick)?;
+    let elasticmq = ElasticMq::start(&logs.join("elasticmq.log"), Compiler::Quick)?;
     runtime.block_on(dynamodb_local::create_tables(&template, &dynamodb.client()))?;
     let queues = runtime.block_on(elasticmq::create_queues(
         &template,
