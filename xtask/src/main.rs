@@ -68,9 +68,12 @@ fn main() -> ExitCode {
         ["lab", flags @ ..] => run(&mut package("lab", flags)),
         ["check-init"] => init_check::from_git().and_then(|()| init_check::from_zip()),
         ["new-function", name] => add_function(name),
-        ["user-changes"] => user_changes::new_function()
-            .and_then(|()| user_changes::mixed_allocators())
-            .and_then(|()| user_changes::allocator_without_feature()),
+        ["user-changes"] => {
+            command::lint_while_building();
+            user_changes::new_function()
+                .and_then(|()| user_changes::mixed_allocators())
+                .and_then(|()| user_changes::allocator_without_feature())
+        }
         ["--help" | "-h" | "help"] => {
             println!("{USAGE}");
             Ok(())
