@@ -243,10 +243,11 @@ mod tests {
     #[test]
     fn ready_means_it_said_so_and_accepts() {
         let log = std::env::temp_dir().join(format!("dynamodb-ready-{}.log", std::process::id()));
-        let port = free_port().expect("port");
         // Something else accepts on the port, the server never says it listens
-        // and then exits: not ready.
-        let taken = std::net::TcpListener::bind(("127.0.0.1", port)).expect("bind");
+        // and then exits: not ready. The port is the one bound here (a port
+        // from `free_port` could be taken by another test before the bind).
+        let taken = std::net::TcpListener::bind(("127.0.0.1", 0)).expect("bind");
+        let port = taken.local_addr().expect("bound address").port();
         let mut silent = stand_in("sleep 0.5; echo 'bind failed'; exit 1", &log);
         let refused = ready(&mut silent, port, &log);
         assert!(
