@@ -8,8 +8,9 @@
 //!
 //! 1. Functions depend only on `shared` (dev-dependencies: also on dev crates
 //!    such as `testkit`, never on another function), and `shared` on no crate of
-//!    the workspace: a function builds and deploys alone, and dev tooling never
-//!    ships in a Lambda zip.
+//!    the workspace but [`WORKSPACE_HACK`] (no code), which depends on none: a
+//!    function builds and deploys alone, and dev tooling never ships in a
+//!    Lambda zip.
 //! 2. Every member takes each dependency (version or path) from the root
 //!    `[workspace.dependencies]`: one version of each crate, one place to bump it.
 //! 3. `unsafe` only in the files of [`UNSAFE_ALLOWED`], each use explained by a
@@ -39,6 +40,10 @@
 //! 13. `cargo xtask` compiles in seconds, before any tool is installed:
 //!     `xtask` depends on no member but `pinned-tools`, and `pinned-tools` on
 //!     no crate at all (the suite installs the tools while the tests build).
+//! 14. Every function's build (`sam build` builds each one alone) gives each
+//!     crate it shares with another function the same features, so that the
+//!     crate is compiled once for all of them: [`WORKSPACE_HACK`] asks for the
+//!     union.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -64,6 +69,10 @@ const NOT_SHIPPED: &[(&str, &str)] = &[
         "`tracing-subscriber`'s EnvFilter: logging filters with `Targets`",
     ),
 ];
+
+/// The crate without code through which every function's build asks for the
+/// same features of the crates the functions share (rule 14).
+const WORKSPACE_HACK: &str = "shared/workspace-hack";
 
 const DEPENDENCY_TABLES: [&str; 3] = ["dependencies", "dev-dependencies", "build-dependencies"];
 
@@ -99,11 +108,15 @@ fn dependency_offences(packages: &[Package]) -> Vec<String> {
     let mut offences = vec![];
     for p in packages
         .iter()
-        .filter(|p| p.name == "shared" || is_function(&p.dir))
+        .filter(|p| p.name == "shared" || p.dir == WORKSPACE_HACK || is_function(&p.dir))
     {
         for (dep, kind, key) in &p.members_used {
             let allowed = match (p.name.as_str(), kind.as_str()) {
+                ("shared", "normal") => packages
+                    .iter()
+                    .any(|hack| hack.name == *dep && hack.dir == WORKSPACE_HACK),
                 ("shared", _) => false,
+                _ if p.dir == WORKSPACE_HACK => false,
                 (_, "dev") => !function(dep),
                 _ => dep == "shared",
             };
@@ -111,7 +124,8 @@ fn dependency_offences(packages: &[Package]) -> Vec<String> {
                 let line = key_line(&p.manifest, key);
                 offences.push(format!(
                     "{}/Cargo.toml:{line}: `{}` has a {kind} dependency on `{dep}` (a function may \
-                     depend on `shared`, in dev also on dev crates; `shared` on no member)",
+                     depend on `shared`, in dev also on dev crates; `shared` on no member but \
+                     {WORKSPACE_HACK}, which depends on none)",
                     p.dir, p.name
                 ));
             }
@@ -677,29 +691,96 @@ fn shipped_offences(function: &str, tree: &str) -> Vec<String> {
         .collect()
 }
 
+/// Rule 14, on each function's `cargo tree --format {p}|{f}` lines (function,
+/// tree); `members`: the workspace's packages, whose features differ by design
+/// (each function picks its allocator through `shared`'s).
+fn feature_offences(trees: &[(String, String)], members: &BTreeSet<String>) -> Vec<String> {
+    // crate -> function -> the feature sets that function's build gives it
+    // (two where a build-time crate also runs in the binary).
+    let mut builds: BTreeMap<String, BTreeMap<&str, BTreeSet<&str>>> = BTreeMap::new();
+    for (function, tree) in trees {
+        for line in tree.lines() {
+            let line = line.trim_end_matches(" (*)");
+            let Some((package, features)) = line.split_once('|') else {
+                continue;
+            };
+            let package = package.replace(" (proc-macro)", "");
+            if members.contains(package.split(' ').next().unwrap_or_default()) {
+                continue;
+            }
+            builds
+                .entry(package)
+                .or_default()
+                .entry(function)
+                .or_default()
+                .insert(features);
+        }
+    }
+    let mut offences = vec![];
+    for (package, by_function) in &builds {
+        let alike: BTreeSet<&BTreeSet<&str>> = by_function.values().collect();
+        if alike.len() > 1 {
+            let each: Vec<String> = by_function
+                .iter()
+                .map(|(function, sets)| {
+                    let sets: Vec<&str> = sets.iter().copied().collect();
+                    format!("{function} [{}]", sets.join("] ["))
+                })
+                .collect();
+            offences.push(format!(
+                "`{package}` gets other features in each function's build ({}): ask for their \
+                 union in {WORKSPACE_HACK}/Cargo.toml, so that `sam build` compiles it once",
+                each.join(", ")
+            ));
+        }
+    }
+    offences
+}
+
+/// `cargo tree` of `function` alone (as `sam build` builds it), for the
+/// Lambda target, one crate per line in `format`.
+fn function_tree(root: &Path, function: &str, format: &str) -> String {
+    let out = std::process::Command::new(env!("CARGO"))
+        .args(["tree", "--locked", "-e", "normal,build", "--prefix", "none"])
+        .args(["--target", "x86_64-unknown-linux-gnu"])
+        .args(["--format", format, "-p", function])
+        .current_dir(root)
+        .output()
+        .expect("run cargo tree");
+    assert!(
+        out.status.success(),
+        "cargo tree -p {function}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 #[test]
 fn functions_ship_none_of_the_crates_measured_out() {
     let (root, packages) = workspace();
     let mut offences = vec![];
     for p in packages.iter().filter(|p| is_function(&p.dir)) {
-        let out = std::process::Command::new(env!("CARGO"))
-            .args(["tree", "--locked", "-e", "normal,build", "--prefix", "none"])
-            .args(["--format", "{p}", "-p", &p.name])
-            .current_dir(&root)
-            .output()
-            .expect("run cargo tree");
-        assert!(
-            out.status.success(),
-            "cargo tree -p {}: {}",
-            p.name,
-            String::from_utf8_lossy(&out.stderr)
-        );
         offences.extend(shipped_offences(
             &p.name,
-            &String::from_utf8_lossy(&out.stdout),
+            &function_tree(&root, &p.name, "{p}"),
         ));
     }
     assert_none("crates measured out of the functions", offences);
+}
+
+#[test]
+fn functions_build_their_dependencies_alike() {
+    let (root, packages) = workspace();
+    let trees: Vec<(String, String)> = packages
+        .iter()
+        .filter(|p| is_function(&p.dir))
+        .map(|p| (p.name.clone(), function_tree(&root, &p.name, "{p}|{f}")))
+        .collect();
+    let members = packages.iter().map(|p| p.name.clone()).collect();
+    assert_none(
+        "crates the functions build with other features",
+        feature_offences(&trees, &members),
+    );
 }
 
 #[test]
@@ -1397,6 +1478,19 @@ mod planted {
     }
 
     #[test]
+    fn shared_may_lean_on_the_workspace_hack_and_it_on_nothing() {
+        let packages = [
+            package("shared", "shared", &[("workspace-hack", "normal")]),
+            package("workspace-hack", WORKSPACE_HACK, &[("shared", "normal")]),
+        ];
+        let offences = dependency_offences(&packages);
+        assert_eq!(offences.len(), 1, "{offences:#?}");
+        assert!(offences[0].starts_with(
+            "shared/workspace-hack/Cargo.toml:1: `workspace-hack` has a normal dependency on `shared`"
+        ));
+    }
+
+    #[test]
     fn xtask_on_the_local_stack_or_pinned_tools_on_anything_is_reported() {
         let mut pinned = package("pinned-tools", "tools/pinned-tools", &[]);
         pinned.dependencies = vec!["serde".into()];
@@ -1416,6 +1510,30 @@ mod planted {
             offences[1]
                 .starts_with("tools/pinned-tools/Cargo.toml: `pinned-tools` depends on `serde`")
         );
+    }
+
+    #[test]
+    fn a_crate_built_with_other_features_by_two_functions_is_reported() {
+        let tree = |tokio: &str| {
+            format!(
+                "f v0.1.0 (/w/functions/f)|\nshared v0.1.0 (/w/shared)|aws (*)\n\
+                 tokio v1.54.1|{tokio}\nsyn v3.0.9 (proc-macro)|full (*)\n"
+            )
+        };
+        let trees = [
+            ("order-processor".to_string(), tree("fs,rt")),
+            ("password-hasher".to_string(), tree("rt")),
+            ("arrow-worker".to_string(), tree("fs,rt")),
+        ];
+        let members = ["f", "shared"].map(String::from).into();
+        let offences = feature_offences(&trees, &members);
+        assert_eq!(offences.len(), 1, "{offences:#?}");
+        assert!(offences[0].starts_with(
+            "`tokio v1.54.1` gets other features in each function's build (arrow-worker [fs,rt], \
+             order-processor [fs,rt], password-hasher [rt])"
+        ));
+        let alike = [trees[0].clone(), trees[2].clone()];
+        assert!(feature_offences(&alike, &members).is_empty());
     }
 
     #[test]

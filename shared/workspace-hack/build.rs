@@ -1,0 +1,3 @@
+//! Empty: it only makes the `[build-dependencies]` of `Cargo.toml` part of
+//! every function's build.
+fn main() {}
