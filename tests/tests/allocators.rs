@@ -3,7 +3,8 @@
 //! workspace declare: cargo unifies `shared`'s allocator features across the
 //! workspace, and that must not decide which allocator a binary gets. The
 //! suite also runs this on a scratch copy whose functions each declare
-//! another allocator, built by `sam build` (`E2E_BOOTSTRAPS`). There, where
+//! another allocator, built by `sam build` (`E2E_BOOTSTRAPS`; `E2E_PROJECT`
+//! names the copy, whose sources and template this reads). There, where
 //! each function is built with its own features, a function without the
 //! tracing exporter in its manifest's `default` features must say so too.
 

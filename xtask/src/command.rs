@@ -68,8 +68,8 @@ fn linting(mut command: Command) -> Command {
 /// thrown away: no incremental compilation (its caches cost the workspace's
 /// crates about a fifth more compile time, measured here: 166 s against 131
 /// s for all of them, and serve no second build), and C and C++ dependencies
-/// without debug information (jemalloc is built twice, for the tests and by
-/// `sam build`, at 275 CPU-seconds each with it, 170 without). Only in CI: on a
+/// without debug information (`sam build` compiles jemalloc in 275
+/// CPU-seconds with it, 170 without). Only in CI: on a
 /// developer's machine both would make the next plain `cargo` build rebuild
 /// what the suite built.
 const CI_ENV: [(&str, &str); 3] = [

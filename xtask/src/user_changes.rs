@@ -27,12 +27,14 @@ const HASHER: &str = "password-hasher";
 const BUILD_DIR: &str = "target/sam-build-quick";
 /// One allocator per function, as each function's README tells how: the
 /// type `main.rs` declares and `shared`'s feature in its `Cargo.toml`
-/// (`System` needs none).
+/// (`System` needs none). The new function takes jemalloc, and only for
+/// `sam build`: no build for the host (the copy's tests, this workspace's)
+/// compiles jemalloc, whose C build is the longest of any crate here.
 const MIX: [(&str, &str, Option<&str>); 4] = [
-    ("order-processor", "Jemalloc", Some("jemalloc")),
-    ("password-hasher", "Snmalloc", Some("snmalloc")),
+    ("order-processor", "Snmalloc", Some("snmalloc")),
+    ("password-hasher", "System", None),
     ("arrow-worker", "Mimalloc", Some("mimalloc")),
-    (NEW_FUNCTION, "System", None),
+    (NEW_FUNCTION, "Jemalloc", Some("jemalloc")),
 ];
 
 /// A fresh copy in which the template's functions each declare another
@@ -87,7 +89,9 @@ fn test_files(crate_dir: &Path) -> Result<Vec<String>, String> {
 /// [`MIX`] too, and without the tracing exporter: `sam build` of the mix,
 /// then every sample event answered by the sam-built functions under the
 /// emulator (the hasher's with the `bcrypt` crate), each served by its
-/// allocator, the new one saying it has no tracing built in.
+/// allocator, the new one saying it has no tracing built in. The tests are
+/// this workspace's own builds, run on the copy (`E2E_PROJECT`): built in the
+/// copy, they would compile the new function's jemalloc for the host.
 pub fn mixed_allocators() -> Result<(), String> {
     let copy = existing_copy()?;
     let (function, kind, feature) = MIX[3];
@@ -104,7 +108,17 @@ pub fn mixed_allocators() -> Result<(), String> {
     ])?
     .env("SAM_BUILD_MODE", "debug")
     .env("CARGO_TARGET_DIR", workspace_root().join("target")))?;
-    run(test_in_copy(&copy, &["emulator", "allocators"]).env("E2E_BOOTSTRAPS", &built))
+    run(cargo()
+        .args([
+            "test",
+            "--workspace",
+            "--test",
+            "emulator",
+            "--test",
+            "allocators",
+        ])
+        .env(pinned_tools::PROJECT, &copy)
+        .env("E2E_BOOTSTRAPS", &built))
 }
 
 /// `cargo test` in the copy of every member's unit tests (the new
@@ -146,21 +160,21 @@ fn with_default_features(manifest: &str, features: &[&str]) -> Option<String> {
 }
 
 /// In the copy: a function that declares an allocator whose feature it did
-/// not enable does not compile, and the error names the feature.
+/// not enable does not compile, and the error names the feature (the new
+/// function of [`mixed_allocators`], declaring jemalloc, without `shared`'s
+/// feature `jemalloc`).
 pub fn allocator_without_feature() -> Result<(), String> {
     let copy = existing_copy()?;
-    let function = copy.join("functions").join(NEW_FUNCTION);
-    let main = function.join("src").join("main.rs");
-    let text = read(&main)?;
-    write(
-        &main,
-        &text.replace("global_allocator!(System)", "global_allocator!(Jemalloc)"),
-    )?;
+    let manifest = copy.join("functions").join(NEW_FUNCTION).join("Cargo.toml");
+    let text = read(&manifest)?;
+    let without = with_allocator_feature_in(&text, None)
+        .ok_or_else(|| format!("{}: no `shared = ` line", manifest.display()))?;
+    write(&manifest, &without)?;
     let check = expect_failure(
         &mut in_copy(&copy, &["check", "--package", NEW_FUNCTION]),
         "gated behind the `jemalloc` feature",
     );
-    write(&main, &text)?;
+    write(&manifest, &text)?;
     check
 }
 
@@ -241,8 +255,16 @@ fn switch_allocator(crate_dir: &Path, kind: &str, feature: Option<&str>) -> Resu
     )?;
     let manifest = crate_dir.join("Cargo.toml");
     let text = read(&manifest)?;
+    let switched = with_allocator_feature_in(&text, feature)
+        .ok_or_else(|| format!("{}: no `shared = ` line", manifest.display()))?;
+    write(&manifest, &switched)
+}
+
+/// A function's `manifest` with `feature` as the only allocator feature on
+/// its `shared` line; `None` without such a line.
+fn with_allocator_feature_in(manifest: &str, feature: Option<&str>) -> Option<String> {
     let mut switched = false;
-    let lines: Vec<String> = text
+    let lines: Vec<String> = manifest
         .lines()
         .map(|line| {
             if !(line.starts_with("shared = ") || line.starts_with("shared.workspace")) {
@@ -252,10 +274,7 @@ fn switch_allocator(crate_dir: &Path, kind: &str, feature: Option<&str>) -> Resu
             with_allocator_feature(line, feature)
         })
         .collect();
-    if !switched {
-        return Err(format!("{}: no `shared = ` line", manifest.display()));
-    }
-    write(&manifest, &(lines.join("\n") + "\n"))
+    switched.then(|| lines.join("\n") + "\n")
 }
 
 /// `shared`'s dependency line with `feature` as its only allocator feature.

@@ -9,9 +9,18 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+/// The variable naming another copy of this project for the tools to work on
+/// instead of the one they were built in: its `template.yaml`, functions and
+/// sample events (the suite runs the end-to-end tests built here on a scratch
+/// copy's `sam build` this way, with `E2E_BOOTSTRAPS`).
+pub const PROJECT: &str = "E2E_PROJECT";
+
 /// The workspace root (where `template.yaml` lives): this crate is
-/// `tools/pinned-tools/` in it.
+/// `tools/pinned-tools/` in it, unless [`PROJECT`] names another copy.
 pub fn workspace_root() -> PathBuf {
+    if let Some(project) = std::env::var_os(PROJECT) {
+        return PathBuf::from(project);
+    }
     let manifest_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     manifest_dir
         .ancestors()
