@@ -27,29 +27,26 @@ const HASHER: &str = "password-hasher";
 const BUILD_DIR: &str = "target/sam-build-quick";
 /// One allocator per function, as each function's README tells how: the
 /// type `main.rs` declares and `shared`'s feature in its `Cargo.toml`
-/// (`System` needs none). The new function takes jemalloc, and only for
-/// `sam build`: no build for the host (the copy's tests, this workspace's)
-/// compiles jemalloc, whose C build is the longest of any crate here.
+/// (`System` needs none). Only `sam build` builds the functions so: no build
+/// for the host (the copy's tests, this workspace's) compiles jemalloc, whose
+/// C build is the longest of any crate here. The first function `sam build`
+/// builds takes it, so that it compiles beside the SDK's crates.
 const MIX: [(&str, &str, Option<&str>); 4] = [
-    ("order-processor", "Snmalloc", Some("snmalloc")),
-    ("password-hasher", "System", None),
+    ("order-processor", "Jemalloc", Some("jemalloc")),
+    ("password-hasher", "Snmalloc", Some("snmalloc")),
     ("arrow-worker", "Mimalloc", Some("mimalloc")),
-    (NEW_FUNCTION, "Jemalloc", Some("jemalloc")),
+    (NEW_FUNCTION, "System", None),
 ];
 
-/// A fresh copy in which the template's functions each declare another
-/// allocator, the hasher computes with the `bcrypt` crate and `new-function`
-/// added a function: the new function's format, lints (checked as it builds,
-/// as every build of the suite and of `cargo xtask user-changes`:
-/// [`lint_while_building`](crate::command::lint_while_building)) and unit tests
-/// pass, and so do the copy's other unit tests (the functions' on their new
-/// allocators), every test file of the hasher (on the `bcrypt` crate) and the
-/// copy's tidy and template hygiene tests.
+/// A fresh copy in which the hasher computes with the `bcrypt` crate and
+/// `new-function` added a function: the new function's format, lints (checked
+/// as it builds, as every build of the suite and of `cargo xtask
+/// user-changes`: [`lint_while_building`](crate::command::lint_while_building))
+/// and unit tests pass, and so do the copy's other unit tests, every test file
+/// of the hasher (on the `bcrypt` crate) and the copy's tidy and template
+/// hygiene tests.
 pub fn new_function() -> Result<(), String> {
     let copy = fresh_copy()?;
-    for (function, kind, feature) in &MIX[..3] {
-        switch_allocator(&copy.join("functions").join(function), kind, *feature)?;
-    }
     let hasher = copy.join("functions").join(HASHER);
     set_default_features(&hasher, &["traces", "bcrypt-crate"])?;
     new_function::create(&copy, NEW_FUNCTION)?;
@@ -85,18 +82,19 @@ fn test_files(crate_dir: &Path) -> Result<Vec<String>, String> {
     Ok(names)
 }
 
-/// In the copy of [`new_function`], the new function on the allocator of
-/// [`MIX`] too, and without the tracing exporter: `sam build` of the mix,
+/// In the copy of [`new_function`], every function on the allocator of
+/// [`MIX`], the new one without the tracing exporter: `sam build` of the mix,
 /// then every sample event answered by the sam-built functions under the
 /// emulator (the hasher's with the `bcrypt` crate), each served by its
 /// allocator, the new one saying it has no tracing built in. The tests are
 /// this workspace's own builds, run on the copy (`E2E_PROJECT`): built in the
-/// copy, they would compile the new function's jemalloc for the host.
+/// copy, they would compile jemalloc for the host.
 pub fn mixed_allocators() -> Result<(), String> {
     let copy = existing_copy()?;
-    let (function, kind, feature) = MIX[3];
-    switch_allocator(&copy.join("functions").join(function), kind, feature)?;
-    set_default_features(&copy.join("functions").join(function), &[])?;
+    for (function, kind, feature) in MIX {
+        switch_allocator(&copy.join("functions").join(function), kind, feature)?;
+    }
+    set_default_features(&copy.join("functions").join(NEW_FUNCTION), &[])?;
     let template = copy.join("template.yaml");
     let built = sam_build_dir();
     run(sam(&[
@@ -160,21 +158,21 @@ fn with_default_features(manifest: &str, features: &[&str]) -> Option<String> {
 }
 
 /// In the copy: a function that declares an allocator whose feature it did
-/// not enable does not compile, and the error names the feature (the new
-/// function of [`mixed_allocators`], declaring jemalloc, without `shared`'s
-/// feature `jemalloc`).
+/// not enable does not compile, and the error names the feature.
 pub fn allocator_without_feature() -> Result<(), String> {
     let copy = existing_copy()?;
-    let manifest = copy.join("functions").join(NEW_FUNCTION).join("Cargo.toml");
-    let text = read(&manifest)?;
-    let without = with_allocator_feature_in(&text, None)
-        .ok_or_else(|| format!("{}: no `shared = ` line", manifest.display()))?;
-    write(&manifest, &without)?;
+    let function = copy.join("functions").join(NEW_FUNCTION);
+    let main = function.join("src").join("main.rs");
+    let text = read(&main)?;
+    write(
+        &main,
+        &text.replace("global_allocator!(System)", "global_allocator!(Jemalloc)"),
+    )?;
     let check = expect_failure(
         &mut in_copy(&copy, &["check", "--package", NEW_FUNCTION]),
         "gated behind the `jemalloc` feature",
     );
-    write(&manifest, &text)?;
+    write(&main, &text)?;
     check
 }
 
@@ -255,16 +253,8 @@ fn switch_allocator(crate_dir: &Path, kind: &str, feature: Option<&str>) -> Resu
     )?;
     let manifest = crate_dir.join("Cargo.toml");
     let text = read(&manifest)?;
-    let switched = with_allocator_feature_in(&text, feature)
-        .ok_or_else(|| format!("{}: no `shared = ` line", manifest.display()))?;
-    write(&manifest, &switched)
-}
-
-/// A function's `manifest` with `feature` as the only allocator feature on
-/// its `shared` line; `None` without such a line.
-fn with_allocator_feature_in(manifest: &str, feature: Option<&str>) -> Option<String> {
     let mut switched = false;
-    let lines: Vec<String> = manifest
+    let lines: Vec<String> = text
         .lines()
         .map(|line| {
             if !(line.starts_with("shared = ") || line.starts_with("shared.workspace")) {
@@ -274,7 +264,10 @@ fn with_allocator_feature_in(manifest: &str, feature: Option<&str>) -> Option<St
             with_allocator_feature(line, feature)
         })
         .collect();
-    switched.then(|| lines.join("\n") + "\n")
+    if !switched {
+        return Err(format!("{}: no `shared = ` line", manifest.display()));
+    }
+    write(&manifest, &(lines.join("\n") + "\n"))
 }
 
 /// `shared`'s dependency line with `feature` as its only allocator feature.
