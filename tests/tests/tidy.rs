@@ -43,7 +43,7 @@
 //! 14. Every function's build (`sam build` builds each one alone) gives each
 //!     crate it shares with another function the same features, so that the
 //!     crate is compiled once for all of them: [`WORKSPACE_HACK`] asks for the
-//!     union.
+//!     union. Those of [`FEATURES_APART`] excepted.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -73,6 +73,15 @@ const NOT_SHIPPED: &[(&str, &str)] = &[
 /// The crate without code through which every function's build asks for the
 /// same features of the crates the functions share (rule 14).
 const WORKSPACE_HACK: &str = "shared/workspace-hack";
+
+/// Crates the functions may build with other features (rule 14): (crate, why).
+const FEATURES_APART: &[(&str, &str)] = &[
+    (
+        "hyper",
+        "HTTP/2 would add 514 KB to a function without the SDK (shared/workspace-hack)",
+    ),
+    ("hyper-util", "as `hyper`"),
+];
 
 const DEPENDENCY_TABLES: [&str; 3] = ["dependencies", "dev-dependencies", "build-dependencies"];
 
@@ -705,7 +714,8 @@ fn feature_offences(trees: &[(String, String)], members: &BTreeSet<String>) -> V
                 continue;
             };
             let package = package.replace(" (proc-macro)", "");
-            if members.contains(package.split(' ').next().unwrap_or_default()) {
+            let name = package.split(' ').next().unwrap_or_default();
+            if members.contains(name) || FEATURES_APART.iter().any(|(apart, _)| *apart == name) {
                 continue;
             }
             builds
