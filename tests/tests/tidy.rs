@@ -81,6 +81,11 @@ const FEATURES_APART: &[(&str, &str)] = &[
         "HTTP/2 would add 514 KB to a function without the SDK (shared/workspace-hack)",
     ),
     ("hyper-util", "as `hyper`"),
+    (
+        "base64",
+        "the `bcrypt` crate's base64 0.23 comes without the SDK's SIMD feature in a function \
+         without the SDK; a few seconds of build",
+    ),
 ];
 
 const DEPENDENCY_TABLES: [&str; 3] = ["dependencies", "dev-dependencies", "build-dependencies"];
