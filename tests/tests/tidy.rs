@@ -695,7 +695,7 @@ fn construction_offences(path: &str, source: &str) -> Vec<String> {
     offences
 }
 
-/// Rule 9, on one function's `cargo tree --prefix none --format {p}` lines.
+/// Rule 9, on one function's tree (see [`function_trees`]).
 fn shipped_offences(function: &str, tree: &str) -> Vec<String> {
     let shipped: BTreeSet<&str> = tree.lines().filter_map(|l| l.split(' ').next()).collect();
     NOT_SHIPPED
@@ -752,49 +752,41 @@ fn feature_offences(trees: &[(String, String)], members: &BTreeSet<String>) -> V
     offences
 }
 
-/// `cargo tree` of `function` alone (as `sam build` builds it), for the
-/// Lambda target, one crate per line in `format`.
-fn function_tree(root: &Path, function: &str, format: &str) -> String {
-    let out = std::process::Command::new(env!("CARGO"))
-        .args(["tree", "--locked", "-e", "normal,build", "--prefix", "none"])
-        .args(["--target", "x86_64-unknown-linux-gnu"])
-        .args(["--format", format, "-p", function])
-        .current_dir(root)
-        .output()
-        .expect("run cargo tree");
-    assert!(
-        out.status.success(),
-        "cargo tree -p {function}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
+/// Each function's `cargo tree` alone (as `sam build` builds it), for the
+/// Lambda target, one `{p}|{f}` line per crate: (function, tree). Rules 9 and
+/// 14 read the same trees, so each is asked for once per test binary.
+fn function_trees() -> &'static [(String, String)] {
+    static TREES: std::sync::OnceLock<Vec<(String, String)>> = std::sync::OnceLock::new();
+    TREES.get_or_init(|| {
+        let (root, packages) = workspace();
+        packages
+            .iter()
+            .filter(|p| is_function(&p.dir))
+            .map(|p| {
+                let tree = "tree --locked -e normal,build --prefix none \
+                    --target x86_64-unknown-linux-gnu --format {p}|{f} -p";
+                let args: Vec<&str> = tree.split_whitespace().chain([p.name.as_str()]).collect();
+                (p.name.clone(), cargo_stdout(&root, &args))
+            })
+            .collect()
+    })
 }
 
 #[test]
 fn functions_ship_none_of_the_crates_measured_out() {
-    let (root, packages) = workspace();
-    let mut offences = vec![];
-    for p in packages.iter().filter(|p| is_function(&p.dir)) {
-        offences.extend(shipped_offences(
-            &p.name,
-            &function_tree(&root, &p.name, "{p}"),
-        ));
-    }
+    let offences = function_trees()
+        .iter()
+        .flat_map(|(function, tree)| shipped_offences(function, tree))
+        .collect();
     assert_none("crates measured out of the functions", offences);
 }
 
 #[test]
 fn functions_build_their_dependencies_alike() {
-    let (root, packages) = workspace();
-    let trees: Vec<(String, String)> = packages
-        .iter()
-        .filter(|p| is_function(&p.dir))
-        .map(|p| (p.name.clone(), function_tree(&root, &p.name, "{p}|{f}")))
-        .collect();
-    let members = packages.iter().map(|p| p.name.clone()).collect();
+    let members = workspace().1.into_iter().map(|p| p.name).collect();
     assert_none(
         "crates the functions build with other features",
-        feature_offences(&trees, &members),
+        feature_offences(function_trees(), &members),
     );
 }
 
@@ -1143,18 +1135,8 @@ fn workspace() -> (PathBuf, Vec<Package>) {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .expect("tests/ has a parent");
-    let out = std::process::Command::new(env!("CARGO"))
-        .args(["metadata", "--format-version", "1", "--no-deps"])
-        .current_dir(dir)
-        .output()
-        .expect("run cargo metadata");
-    assert!(
-        out.status.success(),
-        "cargo metadata: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let meta: serde_json::Value =
-        serde_json::from_slice(&out.stdout).expect("cargo metadata prints JSON");
+    let out = cargo_stdout(dir, &["metadata", "--format-version", "1", "--no-deps"]);
+    let meta: serde_json::Value = serde_json::from_str(&out).expect("cargo metadata prints JSON");
     let text = |v: &serde_json::Value| v.as_str().expect("cargo metadata: a string").to_string();
     let list = |v: &serde_json::Value| v.as_array().expect("cargo metadata: a list").clone();
     let root = PathBuf::from(text(&meta["workspace_root"]));
@@ -1203,6 +1185,22 @@ fn workspace() -> (PathBuf, Vec<Package>) {
     });
     let packages = packages.collect();
     (root, packages)
+}
+
+/// What `cargo args` prints in `dir`; it must succeed (else its stderr).
+fn cargo_stdout(dir: &Path, args: &[&str]) -> String {
+    let out = std::process::Command::new(env!("CARGO"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap_or_else(|e| panic!("run cargo {}: {e}", args.join(" ")));
+    assert!(
+        out.status.success(),
+        "cargo {}: {}",
+        args.join(" "),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 fn is_function(dir: &str) -> bool {
