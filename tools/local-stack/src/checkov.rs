@@ -7,12 +7,15 @@ use serde_json::Value;
 use std::path::Path;
 use std::process::Command;
 
-/// The failed checks of `template` as `CHECK_ID resource: name`; empty if clean.
-pub fn failed_checks(template: &Path) -> Result<Vec<String>, String> {
+/// The failed checks of `templates`, all read by one checkov run (its start,
+/// loading every check, is most of its time), as `FILE: CHECK_ID resource:
+/// name`, and how many it could not parse; empty if all are clean.
+pub fn failed_checks(templates: &[&Path]) -> Result<Vec<String>, String> {
     let mut command = Command::new(tools::checkov_venv().join("bin").join("checkov"));
+    for template in templates {
+        command.arg("--file").arg(template);
+    }
     command
-        .arg("--file")
-        .arg(template)
         .args([
             "--framework",
             "cloudformation",
@@ -35,7 +38,8 @@ pub fn failed_checks(template: &Path) -> Result<Vec<String>, String> {
     Ok(failures(&report))
 }
 
-/// The failed checks of a checkov JSON report (one report or a list of them).
+/// The failed checks, and how many templates checkov could not parse, of a
+/// checkov JSON report (one report or a list of them).
 pub fn failures(report: &Value) -> Vec<String> {
     let reports = match report {
         Value::Array(list) => list.iter().collect(),
@@ -44,18 +48,25 @@ pub fn failures(report: &Value) -> Vec<String> {
     reports
         .into_iter()
         .flat_map(|r| {
-            r["results"]["failed_checks"]
+            let failed = r["results"]["failed_checks"]
                 .as_array()
                 .cloned()
                 .unwrap_or_default()
-        })
-        .map(|check| {
-            format!(
-                "{} {}: {}",
-                check["check_id"].as_str().unwrap_or("?"),
-                check["resource"].as_str().unwrap_or("?"),
-                check["check_name"].as_str().unwrap_or("?")
-            )
+                .into_iter()
+                .map(|check| {
+                    format!(
+                        "{}: {} {}: {}",
+                        check["file_path"].as_str().unwrap_or("?"),
+                        check["check_id"].as_str().unwrap_or("?"),
+                        check["resource"].as_str().unwrap_or("?"),
+                        check["check_name"].as_str().unwrap_or("?")
+                    )
+                });
+            let unparsed = r["summary"]["parsing_errors"].as_u64().unwrap_or(0);
+            let unparsed = (unparsed > 0).then(|| {
+                format!("{unparsed} template(s) checkov could not parse (its log says which)")
+            });
+            failed.chain(unparsed).collect::<Vec<_>>()
         })
         .collect()
 }
@@ -67,14 +78,21 @@ mod tests {
     #[test]
     fn failures_are_read_from_one_report_or_many() {
         let failed = serde_json::json!({"results": {"failed_checks": [
-            {"check_id": "CKV_AWS_116", "resource": "AWS::Serverless::Function.F", "check_name": "DLQ"}
+            {"file_path": "/t.json", "check_id": "CKV_AWS_116",
+             "resource": "AWS::Serverless::Function.F", "check_name": "DLQ"}
         ]}});
         assert_eq!(
             failures(&failed),
-            vec!["CKV_AWS_116 AWS::Serverless::Function.F: DLQ"]
+            vec!["/t.json: CKV_AWS_116 AWS::Serverless::Function.F: DLQ"]
         );
         let clean = serde_json::json!({"results": {"failed_checks": []}});
         assert!(failures(&clean).is_empty());
         assert_eq!(failures(&serde_json::json!([clean, failed])).len(), 1);
+        let unparsed = serde_json::json!({"results": {"failed_checks": []},
+            "summary": {"parsing_errors": 1}});
+        assert_eq!(
+            failures(&unparsed),
+            vec!["1 template(s) checkov could not parse (its log says which)"]
+        );
     }
 }
