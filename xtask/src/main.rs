@@ -32,8 +32,8 @@
 //!
 //! - `user-changes`  the suite's steps that make a user's changes in a scratch
 //!   copy (`target/user-changes/`): a new function, the hasher on the
-//!   `bcrypt` crate, one allocator per function, an allocator without its
-//!   feature (see `user_changes.rs`)
+//!   `bcrypt` crate, an allocator without its feature, one allocator per
+//!   function (see `user_changes.rs`)
 //!
 //! This crate only dispatches: the local stack (`tools/local-stack/`) and the lab
 //! (`tools/lab/`) are crates of their own, run with `cargo run` (the lab's quick
@@ -71,8 +71,8 @@ fn main() -> ExitCode {
         ["user-changes"] => {
             command::lint_while_building();
             user_changes::new_function()
-                .and_then(|()| user_changes::mixed_allocators())
                 .and_then(|()| user_changes::allocator_without_feature())
+                .and_then(|()| user_changes::mixed_allocators())
         }
         ["--help" | "-h" | "help"] => {
             println!("{USAGE}");

@@ -2,8 +2,8 @@
 //! scratch copy of the project (`target/user-changes/`), then checked there
 //! as the project checks itself: a new function (`cargo xtask
 //! new-function`), the password hasher computing with the `bcrypt` crate (its
-//! feature `bcrypt-crate`), each function on another allocator, and the error
-//! a user meets when an allocator's feature is missing.
+//! feature `bcrypt-crate`), the error a user meets when an allocator's
+//! feature is missing, and each function on another allocator.
 //!
 //! The copy builds into this workspace's `target/`, so only its own crates
 //! are compiled again. Cargo names a workspace crate's artifacts after its
@@ -47,17 +47,28 @@ const MIX: [(&str, &str, Option<&str>); 4] = [
 /// hygiene tests.
 pub fn new_function() -> Result<(), String> {
     let copy = fresh_copy()?;
-    let hasher = copy.join("functions").join(HASHER);
-    set_default_features(&hasher, &["traces", "bcrypt-crate"])?;
+    set_default_features(
+        &copy.join("functions").join(HASHER),
+        &["traces", "bcrypt-crate"],
+    )?;
     new_function::create(&copy, NEW_FUNCTION)?;
     distinct_artifact_names(&copy)?;
     run(&mut in_copy(&copy, &["fmt", "--all", "--check"]))?;
+    run(&mut copy_tests(&copy)?)
+}
+
+/// The copy's tests of [`new_function`]: every member's unit tests, the new
+/// function's binary's, every test file of the hasher, tidy and template
+/// hygiene. Lints are checked as this builds (`lint_while_building`), the
+/// new function's binary too: no `cargo clippy` and its check build of every
+/// dependency.
+fn copy_tests(copy: &Path) -> Result<Command, String> {
     let mut tests = vec!["tidy".to_owned(), "template_hygiene".to_owned()];
-    tests.extend(test_files(&hasher)?);
+    tests.extend(test_files(&copy.join("functions").join(HASHER))?);
     let tests: Vec<&str> = tests.iter().map(String::as_str).collect();
-    // Lints are checked as this builds (`lint_while_building`), its binary
-    // too: no `cargo clippy` and its check build of every dependency.
-    run(test_in_copy(&copy, &tests).args(["--bin", NEW_FUNCTION]))
+    let mut command = test_in_copy(copy, &tests);
+    command.args(["--bin", NEW_FUNCTION]);
+    Ok(command)
 }
 
 /// Where the copy's `sam build` puts the functions (the suite's `sam local
@@ -157,19 +168,23 @@ fn with_default_features(manifest: &str, features: &[&str]) -> Option<String> {
         .then(|| manifest.replace(SHIPPED_DEFAULT, &line))
 }
 
-/// In the copy: a function that declares an allocator whose feature it did
-/// not enable does not compile, and the error names the feature.
+/// In the copy of [`new_function`]: the new function declaring jemalloc,
+/// whose feature no member of the copy enables, does not compile, and the
+/// error names the feature. The build is that step's ([`copy_tests`]), so
+/// only the new function compiles again (a build of that function alone
+/// resolves other features, and built or checked its dependencies anew: 29 s
+/// against 7).
 pub fn allocator_without_feature() -> Result<(), String> {
     let copy = existing_copy()?;
-    let function = copy.join("functions").join(NEW_FUNCTION);
-    let main = function.join("src").join("main.rs");
+    let main = copy
+        .join("functions")
+        .join(NEW_FUNCTION)
+        .join("src")
+        .join("main.rs");
     let text = read(&main)?;
-    write(
-        &main,
-        &text.replace("global_allocator!(System)", "global_allocator!(Jemalloc)"),
-    )?;
+    declare_allocator(&main, "Jemalloc")?;
     let check = expect_failure(
-        &mut in_copy(&copy, &["check", "--package", NEW_FUNCTION]),
+        copy_tests(&copy)?.arg("--no-run"),
         "gated behind the `jemalloc` feature",
     );
     write(&main, &text)?;
@@ -239,18 +254,7 @@ fn distinct_artifact_names(copy: &Path) -> Result<(), String> {
 /// `feature`, as a user would: the allocator line of `main.rs`, and the
 /// allocator feature on `shared`'s line of `Cargo.toml`.
 fn switch_allocator(crate_dir: &Path, kind: &str, feature: Option<&str>) -> Result<(), String> {
-    let main = crate_dir.join("src").join("main.rs");
-    let text = read(&main)?;
-    let (before, rest) = text
-        .split_once("shared::global_allocator!(")
-        .ok_or_else(|| format!("{}: no allocator line", main.display()))?;
-    let (_, after) = rest
-        .split_once(')')
-        .ok_or_else(|| format!("{}: unclosed allocator line", main.display()))?;
-    write(
-        &main,
-        &format!("{before}shared::global_allocator!({kind}){after}"),
-    )?;
+    declare_allocator(&crate_dir.join("src").join("main.rs"), kind)?;
     let manifest = crate_dir.join("Cargo.toml");
     let text = read(&manifest)?;
     let mut switched = false;
@@ -268,6 +272,21 @@ fn switch_allocator(crate_dir: &Path, kind: &str, feature: Option<&str>) -> Resu
         return Err(format!("{}: no `shared = ` line", manifest.display()));
     }
     write(&manifest, &(lines.join("\n") + "\n"))
+}
+
+/// Make the allocator line of the function's `main` declare `kind`.
+fn declare_allocator(main: &Path, kind: &str) -> Result<(), String> {
+    let text = read(main)?;
+    let (before, rest) = text
+        .split_once("shared::global_allocator!(")
+        .ok_or_else(|| format!("{}: no allocator line", main.display()))?;
+    let (_, after) = rest
+        .split_once(')')
+        .ok_or_else(|| format!("{}: unclosed allocator line", main.display()))?;
+    write(
+        main,
+        &format!("{before}shared::global_allocator!({kind}){after}"),
+    )
 }
 
 /// `shared`'s dependency line with `feature` as its only allocator feature.
