@@ -57,18 +57,24 @@ pub fn new_function() -> Result<(), String> {
     run(&mut copy_tests(&copy)?)
 }
 
-/// The copy's tests of [`new_function`]: every member's unit tests, the new
-/// function's binary's, every test file of the hasher, tidy and template
-/// hygiene. Lints are checked as this builds (`lint_while_building`), the
-/// new function's binary too: no `cargo clippy` and its check build of every
-/// dependency.
+/// `cargo test` in the copy of [`new_function`]: every member's unit tests,
+/// the new function's binary's, every test file of the hasher, tidy and
+/// template hygiene. Lints are checked as this builds
+/// (`lint_while_building`), the new function's binary too: no `cargo clippy`
+/// and its check build of every dependency. With the whole workspace
+/// selected, cargo resolves features as for this workspace's tests (the
+/// copy's members are the same, and greeter asks for nothing new), so the copy
+/// compiles its own crates only: selecting just the new function and `e2e`
+/// resolved tokio without the `test-util` the local stack's tests add, and
+/// rebuilt the AWS SDK, hyper and rustls with it (3.5 minutes here).
 fn copy_tests(copy: &Path) -> Result<Command, String> {
     let mut tests = vec!["tidy".to_owned(), "template_hygiene".to_owned()];
     tests.extend(test_files(&copy.join("functions").join(HASHER))?);
-    let tests: Vec<&str> = tests.iter().map(String::as_str).collect();
-    let mut command = test_in_copy(copy, &tests);
-    command.args(["--bin", NEW_FUNCTION]);
-    Ok(command)
+    let mut args = vec!["test", "--workspace", "--lib", "--bin", NEW_FUNCTION];
+    for test in &tests {
+        args.extend(["--test", test.as_str()]);
+    }
+    Ok(in_copy(copy, &args))
 }
 
 /// Where the copy's `sam build` puts the functions (the suite's `sam local
@@ -128,21 +134,6 @@ pub fn mixed_allocators() -> Result<(), String> {
         ])
         .env(pinned_tools::PROJECT, &copy)
         .env("E2E_BOOTSTRAPS", &built))
-}
-
-/// `cargo test` in the copy of every member's unit tests (the new
-/// function's among them) and the e2e suite's `tests`. With the whole
-/// workspace selected, cargo resolves features as for this workspace's tests
-/// (the copy's members are the same, and greeter asks for nothing new), so the
-/// copy compiles its own crates only: selecting just the new function and
-/// `e2e` resolved tokio without the `test-util` the local stack's tests add,
-/// and rebuilt the AWS SDK, hyper and rustls with it (3.5 minutes here).
-fn test_in_copy(copy: &Path, tests: &[&str]) -> Command {
-    let mut args = vec!["test", "--workspace", "--lib"];
-    for test in tests {
-        args.extend(["--test", test]);
-    }
-    in_copy(copy, &args)
 }
 
 /// The function in `dir` with `features` as its default features instead of
