@@ -64,7 +64,7 @@ pub fn failures(report: &Value) -> Vec<String> {
                 });
             let unparsed = r["summary"]["parsing_errors"].as_u64().unwrap_or(0);
             let unparsed = (unparsed > 0).then(|| {
-                format!("{unparsed} template(s) checkov could not parse (its log says which)")
+                format!("{unparsed} template(s) checkov could not parse (run checkov on each file for why)")
             });
             failed.chain(unparsed).collect::<Vec<_>>()
         })
@@ -92,7 +92,7 @@ mod tests {
             "summary": {"parsing_errors": 1}});
         assert_eq!(
             failures(&unparsed),
-            vec!["1 template(s) checkov could not parse (its log says which)"]
+            vec!["1 template(s) checkov could not parse (run checkov on each file for why)"]
         );
     }
 }
