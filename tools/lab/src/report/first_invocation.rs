@@ -6,7 +6,8 @@
 use super::splice::{self, Markers};
 use crate::export::Export;
 use crate::first_invocation::{
-    FirstInvocation, NO_CONNECTIONS, NOT_SAMPLED, SHIPPED, STEADY, TRACING_OFF, Variant,
+    FIRST_OVER_STEADY_GOAL, FirstInvocation, NO_CONNECTIONS, NOT_SAMPLED, SHIPPED, STEADY,
+    TRACING_OFF, Variant, worst_shipped,
 };
 use crate::machine::Machine;
 use crate::stats::median;
@@ -37,6 +38,7 @@ pub fn section(measured: &Measured, machine: &Machine) -> String {
     };
     intro(&mut md, measured, machine);
     rows_table(&mut md, measured);
+    goal_line(&mut md, measured);
     floors_table(&mut md, measured);
     tracing_table(&mut md, measured);
     if let Some(export) = &measured.export {
@@ -114,6 +116,25 @@ fn rows_table(md: &mut String, measured: &FirstInvocation) {
             },
         );
     }
+}
+
+/// The largest first / steady of the functions as shipped, against the goal.
+fn goal_line(md: &mut String, measured: &FirstInvocation) {
+    let Some(worst) = worst_shipped(measured) else {
+        return;
+    };
+    let ratio = worst.ratio();
+    let verdict = if ratio <= FIRST_OVER_STEADY_GOAL {
+        "within"
+    } else {
+        "above"
+    };
+    let _ = writeln!(
+        md,
+        "\nAs shipped, first / steady is at most {ratio:.2} ({}, {} request): {verdict} the \
+         template's goal of {FIRST_OVER_STEADY_GOAL} for every request size of every function.",
+        worst.function, worst.size
+    );
 }
 
 /// Each function's init against a hello-world function's at its memory size.
