@@ -717,6 +717,52 @@ pub fn check(measured: &FirstInvocation) -> Result<(), String> {
     Ok(())
 }
 
+/// Made-up measurements for the tests of this module and of the report.
+#[cfg(test)]
+pub mod fixtures {
+    use super::*;
+
+    /// One environment with these timings (cold: init and first), no
+    /// handshakes, no faults or CPU counted.
+    pub fn start(init_ms: f64, first_ms: f64, steady_ms: f64) -> Start {
+        Start {
+            init_ms,
+            first_ms,
+            steady_ms,
+            cold_ms: init_ms + first_ms,
+            request_handshakes: 0,
+            unopened_at_init: 0,
+            first_faults: None,
+            cpu_ms: None,
+        }
+    }
+
+    /// `function` at 256 MB, its `size` request ("a batch") in `variant`,
+    /// measured in one environment.
+    pub fn row(function: &str, size: &'static str, variant: Variant, start: Start) -> Row {
+        Row {
+            function: function.into(),
+            memory_mb: 256,
+            size,
+            request: "a batch".into(),
+            variant,
+            starts: vec![start],
+        }
+    }
+
+    /// Everything measured: `rows` alone.
+    pub fn measured(rows: Vec<Row>) -> FirstInvocation {
+        FirstInvocation {
+            rows,
+            floors: Vec::new(),
+            starts: 1,
+            builds: "debug",
+            tls: Vec::new(),
+            export: None,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -733,36 +779,15 @@ mod tests {
 
     #[test]
     fn the_worst_ratio_is_the_shipped_functions_only() {
-        let row = |size, variant, first_ms| Row {
-            function: "OrderProcessorFunction".into(),
-            memory_mb: 256,
-            size,
-            request: "a batch".into(),
-            variant,
-            starts: vec![Start {
-                init_ms: 50.0,
-                first_ms,
-                steady_ms: 10.0,
-                cold_ms: 60.0,
-                request_handshakes: 0,
-                unopened_at_init: 0,
-                first_faults: None,
-                cpu_ms: None,
-            }],
+        let row = |size, variant, first_ms| {
+            fixtures::row("F", size, variant, fixtures::start(50.0, first_ms, 10.0))
         };
-        let measured = FirstInvocation {
-            rows: vec![
-                row("small", SHIPPED, 11.0),
-                row("small", NO_CONNECTIONS, 50.0),
-                row("typical", SHIPPED, 13.0),
-                row("large", SHIPPED, 9.0),
-            ],
-            floors: Vec::new(),
-            starts: 1,
-            builds: "debug",
-            tls: Vec::new(),
-            export: None,
-        };
+        let measured = fixtures::measured(vec![
+            row("small", SHIPPED, 11.0),
+            row("small", NO_CONNECTIONS, 50.0),
+            row("typical", SHIPPED, 13.0),
+            row("large", SHIPPED, 9.0),
+        ]);
         let worst = worst_shipped(&measured).expect("rows as shipped");
         assert_eq!((worst.size, worst.variant.name), ("typical", SHIPPED.name));
         assert!((worst.ratio() - 1.3).abs() < 1e-9);
@@ -770,29 +795,18 @@ mod tests {
 
     #[test]
     fn a_request_may_open_only_the_connections_init_could_not() {
-        let measured = |request_handshakes, unopened_at_init| FirstInvocation {
-            rows: vec![Row {
-                function: "OrderProcessorFunction".into(),
-                memory_mb: 256,
-                size: "typical",
-                request: "a batch".into(),
-                variant: SHIPPED,
-                starts: vec![Start {
-                    init_ms: 500.0,
-                    first_ms: 300.0,
-                    steady_ms: 290.0,
-                    cold_ms: 800.0,
-                    request_handshakes,
-                    unopened_at_init,
-                    first_faults: None,
-                    cpu_ms: None,
-                }],
-            }],
-            floors: Vec::new(),
-            starts: 1,
-            builds: "debug",
-            tls: Vec::new(),
-            export: None,
+        let measured = |request_handshakes, unopened_at_init| {
+            let start = Start {
+                request_handshakes,
+                unopened_at_init,
+                ..fixtures::start(500.0, 300.0, 290.0)
+            };
+            fixtures::measured(vec![fixtures::row(
+                "OrderProcessorFunction",
+                "typical",
+                SHIPPED,
+                start,
+            )])
         };
         assert_eq!(check(&measured(0, 0)), Ok(()));
         assert_eq!(check(&measured(1, 1)), Ok(()), "init ran out of time");

@@ -332,7 +332,7 @@ pub fn rewrite(dir: &Path, measured: &Measured, machine: &Machine) -> Result<(),
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::first_invocation::{Floor, Row, Start};
+    use crate::first_invocation::{Floor, Row, Start, fixtures};
 
     #[test]
     fn rows_floors_and_missing_figures() {
@@ -412,36 +412,43 @@ mod tests {
     }
 
     #[test]
+    fn the_goal_line_names_the_largest_ratio_as_shipped() {
+        let row = |size, first_ms| {
+            fixtures::row("F", size, SHIPPED, fixtures::start(10.0, first_ms, 5.0))
+        };
+        let line = |rows| {
+            let mut md = String::new();
+            goal_line(&mut md, &fixtures::measured(rows));
+            md
+        };
+        let above = line(vec![row("small", 5.5), row("large", 6.5)]);
+        assert!(
+            above.contains("at most 1.30 (F, large request): above the template's goal of 1.2"),
+            "{above}"
+        );
+        let within = line(vec![row("small", 5.5)]);
+        assert!(
+            within.contains("at most 1.10 (F, small request): within"),
+            "{within}"
+        );
+        assert_eq!(line(Vec::new()), "", "nothing measured as shipped");
+    }
+
+    #[test]
     fn tracing_costs_are_against_tracing_off() {
-        let row = |variant, init_ms, steady_ms| Row {
-            function: "F".into(),
-            memory_mb: 256,
-            size: "typical",
-            request: "a batch".into(),
-            variant,
-            starts: vec![Start {
-                init_ms,
-                first_ms: 6.0,
-                steady_ms,
-                cold_ms: 20.0,
-                request_handshakes: 0,
-                unopened_at_init: 0,
-                first_faults: None,
-                cpu_ms: None,
-            }],
+        let row = |variant, init_ms, steady_ms| {
+            fixtures::row(
+                "F",
+                "typical",
+                variant,
+                fixtures::start(init_ms, 6.0, steady_ms),
+            )
         };
-        let measured = FirstInvocation {
-            rows: vec![
-                row(SHIPPED, 12.0, 5.5),
-                row(NOT_SAMPLED, 11.0, 5.25),
-                row(TRACING_OFF, 10.0, 5.0),
-            ],
-            floors: Vec::new(),
-            starts: 1,
-            builds: "release",
-            tls: Vec::new(),
-            export: None,
-        };
+        let measured = fixtures::measured(vec![
+            row(SHIPPED, 12.0, 5.5),
+            row(NOT_SAMPLED, 11.0, 5.25),
+            row(TRACING_OFF, 10.0, 5.0),
+        ]);
         let mut md = String::new();
         tracing_table(&mut md, &measured);
         for line in [
