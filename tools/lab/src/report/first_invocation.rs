@@ -337,14 +337,8 @@ mod tests {
     #[test]
     fn rows_floors_and_missing_figures() {
         let start = |first_ms| Start {
-            init_ms: 10.0,
-            first_ms,
-            steady_ms: 5.0,
             cold_ms: 20.0,
-            request_handshakes: 0,
-            unopened_at_init: 0,
-            first_faults: None,
-            cpu_ms: None,
+            ..fixtures::start(10.0, first_ms, 5.0)
         };
         let measured = FirstInvocation {
             rows: vec![Row {
