@@ -351,17 +351,75 @@ fn functions_detect_the_cpu_share_of_their_memory_size() {
     }
 }
 
+/// On demand, Lambda runs init on at least a whole vCPU and the invocations
+/// at the memory's share: the cgroup gives init one vCPU and the share from
+/// the runtime's first `/next` on, and the function still sizes itself by
+/// the memory's share. Provisioned concurrency initialises at the share.
+#[test]
+fn on_demand_init_runs_on_a_whole_vcpu_and_invocations_at_the_share() {
+    use local_stack::cgroup;
+    if let Err(why) = cgroup::enforced() {
+        eprintln!("skipped: limits are not enforced: {why}");
+        return;
+    }
+    let memory_mb = 256;
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    let share = cgroup::cpu_quota(u64::from(memory_mb), cores);
+    assert!(share.quota_us < cgroup::PERIOD_US, "{share:?}");
+    let (emulator, init) = init_line_with("password-hasher", memory_mb, &[]);
+    assert_eq!(emulator.cpu_quota_us(), Some(share.quota_us), "after init");
+    assert_eq!(init["cgroup_quota"], 1, "init's quota: {init}");
+    let detected = init["cpu_share"].as_f64().expect("cpu_share");
+    let memory_share = f64::from(memory_mb) / shared::vcpus::MB_PER_VCPU as f64;
+    assert!((detected - memory_share).abs() < 0.001, "{detected} vCPUs");
+    drop(emulator);
+    // Before its first invocation, an environment has init's quota.
+    let function = {
+        let mut function = e2e::function("password-hasher");
+        function.memory_mb = memory_mb;
+        function
+    };
+    let rie = local_stack::tools::emulator().expect("emulator");
+    let fresh = local_stack::emulator::Emulator::start(
+        &rie,
+        &e2e::binary("password-hasher"),
+        &function,
+        &[],
+        &e2e::scratch("password-hasher-before-init.log"),
+    )
+    .expect("start");
+    assert_eq!(fresh.cpu_quota_us(), Some(cgroup::init_quota(share)));
+    drop(fresh);
+    let provisioned = [(
+        local_stack::emulator::INITIALIZATION_TYPE,
+        "provisioned-concurrency",
+    )];
+    let (emulator, _) = init_line_with("password-hasher", memory_mb, &provisioned);
+    assert_eq!(emulator.cpu_quota_us(), Some(share.quota_us), "provisioned");
+}
+
 /// The `shared init done` line of `binary` started under the emulator at
 /// `memory_mb` (its memory-size variable, cgroup quota and limit follow from it).
 fn init_line_at(binary: &str, memory_mb: u32) -> serde_json::Value {
+    init_line_with(binary, memory_mb, &[]).1
+}
+
+/// [`init_line_at`] with `extra_env`, and the environment, still running.
+fn init_line_with(
+    binary: &str,
+    memory_mb: u32,
+    extra_env: &[(&str, &str)],
+) -> (local_stack::emulator::Emulator, serde_json::Value) {
     let mut function = e2e::function(binary);
     function.memory_mb = memory_mb;
     let rie = local_stack::tools::emulator().expect("emulator");
+    let mut env = vec![("AWS_LAMBDA_LOG_FORMAT", "JSON")];
+    env.extend_from_slice(extra_env);
     let emulator = local_stack::emulator::Emulator::start(
         &rie,
         &e2e::binary(binary),
         &function,
-        &[("AWS_LAMBDA_LOG_FORMAT", "JSON")],
+        &env,
         &e2e::scratch(&format!("{binary}-{memory_mb}mb.log")),
     )
     .expect("start");
@@ -369,10 +427,11 @@ fn init_line_at(binary: &str, memory_mb: u32) -> serde_json::Value {
         .invoke(r#"{"operation":"unknown"}"#)
         .expect("invoke");
     let logs = emulator.logs();
-    json_lines(&logs)
+    let line = json_lines(&logs)
         .into_iter()
         .find(|l| l["message"] == "shared init done")
-        .unwrap_or_else(|| panic!("no init line:\n{logs}"))
+        .unwrap_or_else(|| panic!("no init line:\n{logs}"));
+    (emulator, line)
 }
 
 /// The order processor opens its DynamoDB connections during init, one per

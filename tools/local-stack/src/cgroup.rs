@@ -12,6 +12,16 @@
 //! Where neither works, functions run without limits and one line says so.
 //! `LOCAL_LIMITS=off` turns the limits off.
 //!
+//! **Init on demand.** Lambda runs an on-demand environment's init on at
+//! least one whole vCPU, whatever the memory size, and the invocations at the
+//! share (AWS's guidance: "On-demand Lambda functions use a full vCPU
+//! (non-throttled) [...] during its initialization phase"; provisioned
+//! concurrency has no such burst). [`Cgroup::burst_for_init`] gives the cgroup
+//! [`init_quota`] until its [`AfterInit`] puts the share back, which the
+//! emulator does when the runtime first asks for an invocation. Without it
+//! an init at 256 MB spends the 100 ms period's 14.5 ms and the first
+//! invocation waits for the next period, which Lambda's does not.
+//!
 //! The directories are removed when the [`Cgroup`] is dropped (after killing
 //! whatever still runs in them) and on Ctrl-C ([`remove_live`]).
 
@@ -77,6 +87,12 @@ pub fn function_quota(memory_mb: u32, managed: Option<ManagedInstances>, cores: 
     }
 }
 
+/// The CPU time per period an on-demand init may use: one whole vCPU, or the
+/// share where that is more (see the module's documentation).
+pub fn init_quota(share: Quota) -> u64 {
+    share.quota_us.max(PERIOD_US)
+}
+
 /// `share` of CPU time per period, at most `cores` whole CPUs.
 fn capped(share: u64, cores: usize) -> Quota {
     let cap = u64::try_from(cores.max(1))
@@ -129,6 +145,8 @@ pub fn enforced_with(limits: Limits) -> Result<(), String> {
 #[derive(Debug)]
 pub struct Cgroup {
     dirs: Vec<PathBuf>,
+    /// The CPU share it holds outside an on-demand init.
+    share: Quota,
 }
 
 impl Cgroup {
@@ -204,16 +222,16 @@ impl Cgroup {
         let bytes = memory_mb.saturating_mul(1024 * 1024).to_string();
         let own = std::fs::read_to_string("/proc/self/cgroup")
             .map_err(|e| format!("/proc/self/cgroup: {e}"))?;
-        let mut cgroup = Self { dirs: Vec::new() };
+        let mut cgroup = Self {
+            dirs: Vec::new(),
+            share: quota,
+        };
         if Path::new(ROOT).join("cgroup.controllers").is_file() {
             let base = own_dir(Path::new(ROOT), own_path(&own, None));
             // Controllers reach a child only through its parent's subtree_control.
             write(&base.join("cgroup.subtree_control"), "+cpu +memory")?;
             let dir = cgroup.make(&base.join(&name))?;
-            write(
-                &dir.join("cpu.max"),
-                &format!("{} {PERIOD_US}", quota.quota_us),
-            )?;
+            cgroup.set_cpu_quota(quota.quota_us)?;
             write(&dir.join("memory.max"), &bytes)?;
             return Ok(cgroup);
         }
@@ -228,7 +246,7 @@ impl Cgroup {
         }
         let cpu = cgroup.make(&own_dir(&cpu_mount, own_path(&own, Some("cpu"))).join(&name))?;
         write(&cpu.join("cpu.cfs_period_us"), &PERIOD_US.to_string())?;
-        write(&cpu.join("cpu.cfs_quota_us"), &quota.quota_us.to_string())?;
+        cgroup.set_cpu_quota(quota.quota_us)?;
         let memory =
             cgroup.make(&own_dir(&memory_mount, own_path(&own, Some("memory"))).join(&name))?;
         write(&memory.join("memory.limit_in_bytes"), &bytes)?;
@@ -237,6 +255,55 @@ impl Cgroup {
             write(&swap, &bytes)?;
         }
         Ok(cgroup)
+    }
+
+    /// Give the cgroup [`init_quota`] of CPU time, as Lambda gives an
+    /// on-demand init; the [`AfterInit`] returned puts its share back.
+    pub fn burst_for_init(&self) -> Result<AfterInit, String> {
+        self.set_cpu_quota(init_quota(self.share))?;
+        Ok(AfterInit {
+            writes: self.cpu_quota_writes(self.share.quota_us),
+        })
+    }
+
+    /// The CPU time per [`PERIOD_US`] the cgroup may use now, in
+    /// microseconds (v1's `cpu.cfs_quota_us`, the first field of v2's
+    /// `cpu.max`), or `None` where no file holds a number.
+    pub fn cpu_quota_us(&self) -> Option<u64> {
+        self.dirs
+            .iter()
+            .flat_map(|dir| [dir.join("cpu.cfs_quota_us"), dir.join("cpu.max")])
+            .find_map(|file| {
+                let text = std::fs::read_to_string(file).ok()?;
+                text.split_whitespace().next()?.parse().ok()
+            })
+    }
+
+    /// Set the CPU time per [`PERIOD_US`] to `quota_us`.
+    fn set_cpu_quota(&self, quota_us: u64) -> Result<(), String> {
+        let writes = self.cpu_quota_writes(quota_us);
+        if writes.is_empty() {
+            return Err(format!("no CPU quota file in {:?}", self.dirs));
+        }
+        write_all(&writes)
+    }
+
+    /// The files and values that set the CPU quota to `quota_us`: v2's
+    /// `cpu.max`, or v1's `cpu.cfs_quota_us` in the `cpu` controller's directory.
+    fn cpu_quota_writes(&self, quota_us: u64) -> Vec<(PathBuf, String)> {
+        self.dirs
+            .iter()
+            .find_map(|dir| {
+                let v2 = dir.join("cpu.max");
+                let v1 = dir.join("cpu.cfs_quota_us");
+                if v2.is_file() {
+                    Some((v2, format!("{quota_us} {PERIOD_US}")))
+                } else {
+                    v1.is_file().then(|| (v1, quota_us.to_string()))
+                }
+            })
+            .into_iter()
+            .collect()
     }
 
     /// Move process `pid` (all its threads) into the cgroup; what it starts
@@ -304,6 +371,22 @@ impl Cgroup {
     }
 }
 
+/// What puts a cgroup's CPU share back after an on-demand init
+/// ([`Cgroup::burst_for_init`]): the files to write, so that it can be
+/// handed to the thread that sees init end.
+#[derive(Debug, Clone)]
+pub struct AfterInit {
+    writes: Vec<(PathBuf, String)>,
+}
+
+impl AfterInit {
+    /// Put the share back. A cgroup removed meanwhile (its environment
+    /// stopped during init) makes this an error the caller may ignore.
+    pub fn apply(&self) -> Result<(), String> {
+        write_all(&self.writes)
+    }
+}
+
 impl Drop for Cgroup {
     fn drop(&mut self) {
         let mut live = live();
@@ -356,6 +439,12 @@ fn own_dir(mount: &Path, path: &str) -> PathBuf {
 
 fn write(file: &Path, value: &str) -> Result<(), String> {
     std::fs::write(file, value).map_err(|e| format!("cannot write {}: {e}", file.display()))
+}
+
+fn write_all(writes: &[(PathBuf, String)]) -> Result<(), String> {
+    writes
+        .iter()
+        .try_for_each(|(file, value)| write(file, value))
 }
 
 /// Kill every process left in `dir`, then remove it (retried while the
@@ -415,6 +504,15 @@ mod tests {
             }
         );
         assert_eq!(cpu_quota(128, 0).quota_us, 7_236);
+    }
+
+    #[test]
+    fn an_on_demand_init_gets_a_whole_vcpu_or_the_share_where_larger() {
+        assert_eq!(init_quota(cpu_quota(128, 2)), PERIOD_US);
+        assert_eq!(init_quota(cpu_quota(1_769, 2)), PERIOD_US);
+        assert_eq!(init_quota(cpu_quota(3_538, 2)), 200_000);
+        assert_eq!(init_quota(cpu_quota(10_240, 2)), 200_000);
+        assert_eq!(init_quota(cpu_quota(128, 1)), PERIOD_US);
     }
 
     #[test]
@@ -512,6 +610,11 @@ mod tests {
             "{limits:?}"
         );
         assert_eq!(cgroup.memory_limit_bytes(), Some(128 * 1024 * 1024));
+        assert_eq!(cgroup.cpu_quota_us(), Some(7_236));
+        let after = cgroup.burst_for_init().expect("burst");
+        assert_eq!(cgroup.cpu_quota_us(), Some(PERIOD_US));
+        after.apply().expect("apply");
+        assert_eq!(cgroup.cpu_quota_us(), Some(7_236));
         // A process inside that fills a 24 MiB buffer: the peak counts it. It
         // waits for a file, so that it allocates only once it is inside.
         let go = std::env::temp_dir().join(format!("cgroup-peak-{}", std::process::id()));

@@ -43,10 +43,15 @@ use crate::pool::{Invoked, Options};
 use crate::process::{Guard, free_port, log_end, wait_until_ready};
 use crate::task_root::{FUNCTION_BOOTSTRAP, TASK_ROOT, TaskRoot};
 use crate::template::Function;
-use crate::trace_header::RuntimeProxy;
+use crate::trace_header::{InitEnd, RuntimeProxy};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+
+/// The variable that tells a function how Lambda initialised its environment.
+pub const INITIALIZATION_TYPE: &str = "AWS_LAMBDA_INITIALIZATION_TYPE";
+/// [`INITIALIZATION_TYPE`] of an environment started by an invocation.
+const ON_DEMAND: &str = "on-demand";
 
 /// An emulator with one function behind it, stopped on drop.
 #[derive(Debug)]
@@ -92,7 +97,8 @@ impl Emulator {
     /// variables Lambda sets, the function's own (`spec.env`), then `extra_env`
     /// (which wins); output goes to `log`. The emulator, and so the function,
     /// runs in a cgroup with Lambda's CPU share and memory limit for
-    /// `spec.memory_mb` (see [`crate::cgroup`]; `LOCAL_LIMITS=off` turns it off).
+    /// `spec.memory_mb` (see [`crate::cgroup`]; `LOCAL_LIMITS=off` turns it
+    /// off); on demand its init runs on at least a whole vCPU, as on Lambda.
     pub fn start(
         rie: &Path,
         bootstrap: &Path,
@@ -113,9 +119,32 @@ impl Emulator {
         limits: Limits,
     ) -> Result<Self, String> {
         let cgroup = Cgroup::for_function(spec.memory_mb, limits);
+        // Every local environment starts when an invocation needs it, as an
+        // on-demand cold start does (the test's own environment may say
+        // otherwise, provisioned concurrency: it is applied after these).
+        let env = lambda_env(spec, &[(INITIALIZATION_TYPE, ON_DEMAND)], extra_env);
+        let on_demand = env
+            .iter()
+            .rev()
+            .find(|(name, _)| *name == INITIALIZATION_TYPE)
+            .is_some_and(|(_, value)| value == ON_DEMAND);
         let started = spawn_listening(log, |port, api_port| {
             let (out, err) = appending(log)?;
-            let runtime_proxy = RuntimeProxy::start(([127, 0, 0, 1], api_port).into())?;
+            // On demand, init runs on at least a whole vCPU and the share
+            // applies from the runtime's first `/next`, as on Lambda.
+            let at_init_end = match &cgroup {
+                Some(cgroup) if on_demand => Some(cgroup.burst_for_init()?),
+                _ => None,
+            }
+            .map(|after| -> InitEnd {
+                Box::new(move || {
+                    if let Err(e) = after.apply() {
+                        eprintln!("the CPU share after init: {e}");
+                    }
+                })
+            });
+            let runtime_proxy =
+                RuntimeProxy::start(([127, 0, 0, 1], api_port).into(), at_init_end)?;
             let mut command = Command::new(rie);
             command
                 .arg("--runtime-interface-emulator-address")
@@ -131,14 +160,7 @@ impl Emulator {
                 ))
                 .arg(bootstrap)
                 .env_clear()
-                // Every local environment starts when an invocation needs it, as
-                // an on-demand cold start does (the test's own environment may
-                // say otherwise: it is applied after these).
-                .envs(lambda_env(
-                    spec,
-                    &[("AWS_LAMBDA_INITIALIZATION_TYPE", "on-demand")],
-                    extra_env,
-                ))
+                .envs(env.iter().map(|(name, value)| (name, value)))
                 .stdin(Stdio::null())
                 .stdout(out)
                 .stderr(err);
@@ -179,7 +201,7 @@ impl Emulator {
         let cgroup = Cgroup::for_function_on(spec.memory_mb, Some(managed), limits);
         let started = spawn_listening(log, |port, api_port| {
             let (out, err) = appending(log)?;
-            let runtime_proxy = RuntimeProxy::start(([127, 0, 0, 1], api_port).into())?;
+            let runtime_proxy = RuntimeProxy::start(([127, 0, 0, 1], api_port).into(), None)?;
             // In the cgroup from the first instruction, then in the namespace.
             let unshare = Path::new("unshare");
             let mut command = cgroup
@@ -207,7 +229,7 @@ impl Emulator {
                 .envs(lambda_env(
                     spec,
                     &[
-                        ("AWS_LAMBDA_INITIALIZATION_TYPE", "lambda-managed-instances"),
+                        (INITIALIZATION_TYPE, "lambda-managed-instances"),
                         ("AWS_LAMBDA_MAX_CONCURRENCY", &max_concurrency),
                     ],
                     extra_env,
@@ -401,6 +423,13 @@ impl Emulator {
     /// bytes, as their cgroup counts it (`None` without one).
     pub fn peak_memory_bytes(&self) -> Option<u64> {
         self.cgroup.as_ref().and_then(Cgroup::peak_memory_bytes)
+    }
+
+    /// The CPU time per 100 ms its cgroup gives the function now, in
+    /// microseconds (`None` without one): on demand, at least a whole vCPU
+    /// until its runtime first asks for an invocation, the share after.
+    pub fn cpu_quota_us(&self) -> Option<u64> {
+        self.cgroup.as_ref().and_then(Cgroup::cpu_quota_us)
     }
 
     /// The memory limit of the function's cgroup, in bytes (`None` without one).

@@ -12,6 +12,12 @@
 //! serves one environment: on demand one invocation at a time, on Managed
 //! Instances several, each named by the request id the local stack gives it
 //! (the `/next` answer's `Lambda-Runtime-Aws-Request-Id`).
+//!
+//! The runtime's first `/next` is also where its init ends (the emulator's
+//! `INIT REPORT` ends there too): the proxy runs the hook it was given for
+//! that moment ([`RuntimeProxy::start`]'s `at_init_end`) before passing the
+//! request on, so an on-demand environment's CPU share applies from its
+//! first invocation ([`crate::cgroup::Cgroup::burst_for_init`]).
 
 use bytes::Bytes;
 use http::{HeaderValue, Request, Response, StatusCode};
@@ -39,6 +45,12 @@ const MAX_BODY_BYTES: usize = 64 << 20;
 /// At most one per invocation in flight: [`RuntimeProxy::withdraw`].
 type Waiting = Arc<Mutex<HashMap<Option<String>, String>>>;
 
+/// Run once, when the runtime first asks for an invocation.
+pub type InitEnd = Box<dyn FnOnce() + Send>;
+
+/// The hook for init's end, until the first `/next` takes it.
+type AtInitEnd = Arc<Mutex<Option<InitEnd>>>;
+
 /// A running proxy, stopped on drop.
 #[derive(Debug)]
 pub struct RuntimeProxy {
@@ -50,8 +62,9 @@ pub struct RuntimeProxy {
 
 impl RuntimeProxy {
     /// A proxy on a free 127.0.0.1 port in front of the runtime API on
-    /// `upstream`.
-    pub fn start(upstream: SocketAddr) -> Result<Self, String> {
+    /// `upstream`; `at_init_end` runs when the runtime first asks for an
+    /// invocation, before the request is passed on.
+    pub fn start(upstream: SocketAddr, at_init_end: Option<InitEnd>) -> Result<Self, String> {
         let listener =
             crate::process::free_listener().map_err(|e| format!("runtime API proxy: {e}"))?;
         let address = listener.local_addr().map_err(|e| e.to_string())?;
@@ -63,9 +76,12 @@ impl RuntimeProxy {
             .build()
             .map_err(|e| format!("runtime API proxy: {e}"))?;
         let shared = Arc::clone(&waiting);
+        let at_init_end = Arc::new(Mutex::new(at_init_end));
         let thread = std::thread::Builder::new()
             .name("runtime-api-proxy".into())
-            .spawn(move || runtime.block_on(serve(listener, upstream, shared, stopped)))
+            .spawn(move || {
+                runtime.block_on(serve(listener, upstream, shared, at_init_end, stopped))
+            })
             .map_err(|e| format!("runtime API proxy: {e}"))?;
         Ok(Self {
             address,
@@ -104,14 +120,15 @@ impl Drop for RuntimeProxy {
     }
 }
 
-fn lock(waiting: &Waiting) -> std::sync::MutexGuard<'_, HashMap<Option<String>, String>> {
-    waiting.lock().unwrap_or_else(PoisonError::into_inner)
+fn lock<T>(shared: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    shared.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 async fn serve(
     listener: std::net::TcpListener,
     upstream: SocketAddr,
     waiting: Waiting,
+    at_init_end: AtInitEnd,
     mut stopped: tokio::sync::oneshot::Receiver<()>,
 ) {
     let Ok(listener) = tokio::net::TcpListener::from_std(listener) else {
@@ -126,10 +143,14 @@ async fn serve(
             },
         };
         let waiting = Arc::clone(&waiting);
+        let at_init_end = Arc::clone(&at_init_end);
         tokio::spawn(async move {
             let service = service_fn(move |request| {
                 let waiting = Arc::clone(&waiting);
-                async move { Ok::<_, Infallible>(answer(request, upstream, &waiting).await) }
+                let at_init_end = Arc::clone(&at_init_end);
+                async move {
+                    Ok::<_, Infallible>(answer(request, upstream, &waiting, &at_init_end).await)
+                }
             });
             let _ = http1::Builder::new()
                 .serve_connection(TokioIo::new(stream), service)
@@ -140,13 +161,20 @@ async fn serve(
 
 /// The emulator's answer to `request`, with the trace header of its
 /// invocation added to a `/next` answer; a 502 naming the failure if the
-/// emulator could not be asked.
+/// emulator could not be asked. The first `/next` runs the hook for init's end.
 async fn answer(
     request: Request<Incoming>,
     upstream: SocketAddr,
     waiting: &Waiting,
+    at_init_end: &AtInitEnd,
 ) -> Response<Full<Bytes>> {
     let is_next = request.uri().path().ends_with("/runtime/invocation/next");
+    if is_next {
+        let hook = lock(at_init_end).take();
+        if let Some(hook) = hook {
+            hook();
+        }
+    }
     match relay(request, upstream).await {
         Ok(mut response) => {
             if is_next && response.status() == StatusCode::OK {

@@ -55,7 +55,8 @@ fn intro(md: &mut String, measured: &FirstInvocation, machine: &Machine) {
         md,
         "Measured on {} (`cargo xtask lab first-invocation` measures this section again on its own). \
          Each function's {} bootstrap under the runtime interface emulator, in a cgroup with its \
-         template's CPU share and memory limit (memory / 1,769 MB of one core, as on Lambda), DynamoDB \
+         template's CPU share and memory limit (memory / 1,769 MB of one core; an on-demand init at \
+         least one whole core: as on Lambda), DynamoDB \
          Local and S3 (moto) behind a TLS front with a certificate authority made for the run (given \
          in `SSL_CERT_FILE`), as on AWS. Each row: {} fresh environments, the variants of a request \
          interleaved; medians. \"Init\" is the emulator's `INIT REPORT`; \"first\" and \"steady\" are \
