@@ -9,13 +9,17 @@
 //! allocations reuse them without faulting. With `prompt`, the allocator hands
 //! them back to the OS and pre-warming is undone: [`start`] refuses it then.
 //!
-//! Measured (`shared/tests/arena_prefault.rs`, 64 MiB touched after a 128 MiB
-//! pre-warm): mimalloc with `purge_delay=-1` reuses the pre-faulted pages
-//! (faults drop to a few percent). snmalloc returns memory on its own schedule
+//! Measured (`shared/tests/allocator_checks/`, 64 MiB touched after a 128 MiB
+//! pre-warm): mimalloc 3 with `purge_delay=-1` reuses the pre-faulted pages
+//! (faults drop to a few percent). mimalloc 2, which the workspace builds,
+//! first fills the free part of the allocating thread's own 32 MiB segment
+//! with fresh pages: faults drop by half there, and the Arrow worker's first
+//! invocation, spread over several threads, kept 91% of its faults (BENCHMARKS.md
+//! section 3 has both builds). [`start`] refuses it. snmalloc returns memory on its own schedule
 //! with no knob: one run kept nearly all pages, another lost a fifth of them.
 //! jemalloc and glibc give each thread its own arena, so pages freed by the
 //! background thread are not reused by the handler's thread at all. [`start`]
-//! refuses all but mimalloc rather than promise what it cannot keep.
+//! refuses all but mimalloc 3 rather than promise what it cannot keep.
 //!
 //! The handler awaits [`Prewarm::wait`] with a bound before its first heavy
 //! allocation: it returns at once if pre-warming is done, and never waits
@@ -52,7 +56,7 @@ pub struct Prewarm {
 /// Whether pre-warming reliably helps with the allocator serving this binary
 /// (see the module doc).
 pub fn supported() -> bool {
-    crate::allocator::active().keeps_pages_for_reuse()
+    crate::allocator::keeps_pages_for_reuse()
 }
 
 /// Why pre-warming was not started.

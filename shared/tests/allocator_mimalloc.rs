@@ -22,7 +22,7 @@ fn each_option_set_is_the_one_named_reads_back_and_changes_nothing_else() {
         .collect();
     // mimalloc lists every option, in index order, from `show_errors` (0).
     assert_eq!(names.first().map(String::as_str), Some("show_errors"));
-    assert!(names.len() > 40, "{names:?}");
+    assert!(names.len() > 30, "{names:?}");
     for policy in [Policy::Prompt, Policy::Keep] {
         let before = allocator::mimalloc_options();
         allocator::apply(policy).expect("apply");
@@ -48,6 +48,17 @@ fn each_option_set_is_the_one_named_reads_back_and_changes_nothing_else() {
             }
         }
     }
+}
+
+/// The workspace builds mimalloc 2.x (the `v2` feature in `Cargo.toml`):
+/// 3.3.x, the crate's default, has open crash reports with many threads.
+#[test]
+fn the_mimalloc_built_is_2_x() {
+    let version = allocator::mimalloc_version();
+    assert!(
+        (20000..30000).contains(&version),
+        "mimalloc {version} is linked, not 2.x: is the `v2` feature of `mimalloc` in the workspace's Cargo.toml?"
+    );
 }
 
 /// The start-up options are in force in this binary, which starts as a

@@ -44,6 +44,10 @@
 //!     crate it shares with another function the same features, so that the
 //!     crate is compiled once for all of them: [`WORKSPACE_HACK`] asks for the
 //!     union. Those of [`FEATURES_APART`] excepted.
+//! 15. The functions' SDK configuration comes from `shared::aws::config_loader`
+//!     alone (behaviour version pinned by name, every retry and timeout set):
+//!     no other production file names `BehaviorVersion` or loads a
+//!     configuration with `aws_config`'s own loaders.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -695,6 +699,40 @@ fn construction_offences(path: &str, source: &str) -> Vec<String> {
     offences
 }
 
+/// What loads an SDK configuration other than `shared::aws::config_loader`,
+/// or picks a behaviour version (rule 15).
+const SDK_CONFIG_LOADERS: &[&[&str]] = &[
+    &["BehaviorVersion"],
+    &["aws_config", "::", "defaults"],
+    &["aws_config", "::", "from_env"],
+    &["aws_config", "::", "load_from_env"],
+    &["aws_config", "::", "load_defaults"],
+];
+/// The one production file rule 15 allows them in.
+const SDK_CONFIG_HOME: &str = "shared/src/aws.rs";
+
+/// Rule 15, on one production source file.
+fn sdk_config_offences(path: &str, source: &str) -> Vec<String> {
+    if path == SDK_CONFIG_HOME {
+        return vec![];
+    }
+    let code = without_test_modules(&code_only(source));
+    let mut offences = vec![];
+    for (n, line) in code.lines().enumerate() {
+        let t = tokens(line);
+        for pattern in SDK_CONFIG_LOADERS {
+            if t.windows(pattern.len()).any(|w| w == *pattern) {
+                offences.push(format!(
+                    "{path}:{}: `{}`: load the SDK configuration with shared::aws::config_loader (pinned behaviour, explicit retries and timeouts)",
+                    n + 1,
+                    pattern.concat()
+                ));
+            }
+        }
+    }
+    offences
+}
+
 /// Rule 9, on one function's tree (see [`function_trees`]).
 fn shipped_offences(function: &str, tree: &str) -> Vec<String> {
     let shipped: BTreeSet<&str> = tree.lines().filter_map(|l| l.split(' ').next()).collect();
@@ -824,6 +862,22 @@ fn clients_and_pools_are_built_in_main() {
         }
     }
     assert_none("clients or pools built outside main.rs", offences);
+}
+
+#[test]
+fn sdk_configuration_comes_from_shared_aws() {
+    let (root, packages) = workspace();
+    let mut offences = vec![];
+    for p in packages
+        .iter()
+        .filter(|p| is_function(&p.dir) || p.dir == "shared")
+    {
+        for file in rust_files(&root.join(&p.dir).join("src")) {
+            let path = relative(&root, &file);
+            offences.extend(sdk_config_offences(&path, &read(&file)));
+        }
+    }
+    assert_none("SDK configuration loaded outside shared::aws", offences);
 }
 
 /// The errorType vocabulary the functions share (rule 10): one spelling per
@@ -1740,6 +1794,19 @@ mod planted {
         assert!(offences[0].starts_with("functions/f/src/handler.rs:2:"));
         assert!(
             construction_offences("functions/f/src/handler.rs", "let s = \"Client::new\";")
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn an_sdk_configuration_loaded_outside_shared_aws_is_reported() {
+        let main = "fn main() {\n    let c = aws_config::defaults(BehaviorVersion::latest());\n}\n";
+        let offences = sdk_config_offences("functions/f/src/main.rs", main);
+        assert_eq!(offences.len(), 2, "{offences:?}");
+        assert!(offences[0].starts_with("functions/f/src/main.rs:2:"));
+        assert!(sdk_config_offences(SDK_CONFIG_HOME, main).is_empty());
+        assert!(
+            sdk_config_offences("functions/f/src/main.rs", "shared::aws::config_loader(&S);")
                 .is_empty()
         );
     }

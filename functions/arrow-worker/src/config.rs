@@ -31,14 +31,16 @@ pub enum Prewarm {
 /// not at all for on-demand
 /// cold starts, where the caller waits for init and the first invocation
 /// both and a pre-warm only pays off for requests that touch the whole arena;
+/// `auto` never pre-faults where the allocator would not reuse the pages
+/// (`keeps_pages`: `shared::arena::supported`, false for mimalloc 2);
 /// `init`, `background` and `off` choose one way whatever the init type.
-fn prewarm(env: &dyn Env) -> Result<Prewarm, ConfigError> {
+fn prewarm(env: &dyn Env, keeps_pages: bool) -> Result<Prewarm, ConfigError> {
     let ahead_of_traffic = matches!(
         env.get("AWS_LAMBDA_INITIALIZATION_TYPE")?.as_deref(),
         Some("provisioned-concurrency" | "snap-start" | "lambda-managed-instances")
     );
     match env.get("PREWARM")?.as_deref().unwrap_or("auto") {
-        "auto" if ahead_of_traffic => Ok(Prewarm::AtInit),
+        "auto" if ahead_of_traffic && keeps_pages => Ok(Prewarm::AtInit),
         "auto" | "off" => Ok(Prewarm::Off),
         "init" => Ok(Prewarm::AtInit),
         "background" => Ok(Prewarm::Background),
@@ -167,7 +169,7 @@ impl Config {
             table_name: table_name(env, "TABLE_NAME", "the DynamoDB table of orders")?,
             reports_table: table_name(env, "REPORTS_TABLE", "the DynamoDB table for reports")?,
             arena_bytes: usize::try_from(arena_mib << 20).unwrap_or(usize::MAX),
-            prewarm: prewarm(env)?,
+            prewarm: prewarm(env, shared::arena::supported())?,
             arena_wait: Duration::from_millis(number_or(
                 env,
                 "ARENA_WAIT_MS",
@@ -296,15 +298,11 @@ mod tests {
 
     #[test]
     fn the_arena_is_prefaulted_at_init_only_ahead_of_traffic_by_default() {
-        let with = |init: &'static str, mode: &'static str| {
-            let env = [
-                TABLES[0],
-                TABLES[1],
-                ("AWS_LAMBDA_INITIALIZATION_TYPE", init),
-                ("PREWARM", mode),
-            ];
-            Config::from_env(&env).map(|c| c.prewarm)
+        let with_pages = |init: &'static str, mode: &'static str, keeps_pages: bool| {
+            let env = [("AWS_LAMBDA_INITIALIZATION_TYPE", init), ("PREWARM", mode)];
+            prewarm(&env, keeps_pages)
         };
+        let with = |init, mode| with_pages(init, mode, true);
         assert_eq!(with("on-demand", "auto"), Ok(Prewarm::Off));
         assert_eq!(with("provisioned-concurrency", "auto"), Ok(Prewarm::AtInit));
         assert_eq!(with("snap-start", "auto"), Ok(Prewarm::AtInit));
@@ -320,6 +318,15 @@ mod tests {
             Config::from_env(&TABLES).map(|c| c.prewarm),
             Ok(Prewarm::Off)
         );
+        // An allocator that would not reuse the pages: `auto` never
+        // pre-faults; an explicit choice still does (and is told why not).
+        let without = |init, mode| with_pages(init, mode, false);
+        assert_eq!(without("provisioned-concurrency", "auto"), Ok(Prewarm::Off));
+        assert_eq!(
+            without("lambda-managed-instances", "auto"),
+            Ok(Prewarm::Off)
+        );
+        assert_eq!(without("on-demand", "init"), Ok(Prewarm::AtInit));
     }
 
     #[test]

@@ -13,10 +13,26 @@ use arrow_worker::dynamodb::DynamoTables;
 use arrow_worker::handler::Handler;
 use arrow_worker::s3::S3Objects;
 use lambda_runtime::Error;
+use shared::aws::ClientSettings;
+use std::time::Duration;
 
 // This binary's allocator: `Mimalloc`, `Jemalloc`, `Snmalloc` or `System`
 // (with the same feature of `shared` in Cargo.toml; `System` needs none).
 shared::global_allocator!(Mimalloc);
+
+/// The SDK clients' retries and timeouts. A call is a page of a scan or
+/// query (up to 1 MB), a partial's upload or download, a report item, a
+/// `StartExecution`: a second to first byte is slow, 10 s is stuck; three
+/// attempts fit well within the 120 s timeout.
+const SDK: ClientSettings = ClientSettings {
+    max_attempts: 3,
+    initial_backoff: Duration::from_millis(100),
+    max_backoff: Duration::from_secs(5),
+    connect_timeout: Duration::from_millis(3_100),
+    read_timeout: Duration::from_secs(10),
+    attempt_timeout: Duration::from_secs(30),
+    operation_timeout: Duration::from_secs(60),
+};
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
@@ -37,12 +53,12 @@ async fn main() -> Result<(), Error> {
     if let Err(e) = arrow_worker::warm_up::run() {
         tracing::warn!(error = %e, "pipeline warm-up failed");
     }
-    // DynamoDB calls are retried by the AWS SDK alone, with the defaults of
-    // `aws_config::defaults` (standard mode: 3 attempts, exponential backoff with
-    // jitter, `AWS_MAX_ATTEMPTS` / `AWS_RETRY_MODE` override). The worker does
-    // not retry: an error left after them fails the invocation with
-    // `DynamoDBError`, which the fan-out's state machine retries per segment.
-    let aws = shared::aws::config_loader().load().await;
+    // DynamoDB, S3 and Step Functions calls are retried by the AWS SDK alone
+    // (standard mode: exponential backoff with jitter), with every setting
+    // pinned in `SDK`. The worker does not retry: an error left after them
+    // fails the invocation with `DynamoDBError`, which the fan-out's state
+    // machine retries per segment.
+    let aws = shared::aws::config_loader(&SDK).load().await;
     let tables = DynamoTables::new(
         aws_sdk_dynamodb::Client::new(&aws),
         &config.table_name,

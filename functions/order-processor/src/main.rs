@@ -1,9 +1,9 @@
 //! Order processor: SQS batches of orders in, partial batch failures out.
 
-use aws_sdk_dynamodb::config::retry::RetryConfig;
 use order_processor::{
-    config::Config, dynamodb::DynamoStore, handler::Handler, sqs::SqsDeadLetters,
+    config::Config, dynamodb::DynamoStore, handler::Handler, retry::Backoff, sqs::SqsDeadLetters,
 };
+use shared::aws::ClientSettings;
 
 // This binary's allocator: `Mimalloc`, `Jemalloc`, `Snmalloc` or `System`
 // (with the same feature of `shared` in Cargo.toml; `System` needs none).
@@ -18,14 +18,22 @@ async fn main() -> Result<(), lambda_runtime::Error> {
     // invocation's deadline, so a record still not stored (or dead-lettered)
     // is reported failed in time for SQS to deliver it again; the SDK's own
     // retries know no deadline and would multiply the attempts, so they are
-    // off. The connections a batch writes on (`WRITE_CONCURRENCY` at once, at
+    // off; the SDK's timeouts are the attempt's cut-off. The connections a batch writes on (`WRITE_CONCURRENCY` at once, at
     // most 64) and a spare are opened now, during init, by as many reads of a
     // key no order has (`DynamoStore::answers`: data plane, never `DescribeTable`);
     // dead letters are rare: SQS's is not.
-    let sdk = shared::aws::config_loader()
-        .retry_config(RetryConfig::disabled())
-        .load()
-        .await;
+    let attempt = Backoff::default();
+    let sdk = shared::aws::config_loader(&ClientSettings {
+        max_attempts: 1,
+        initial_backoff: attempt.base,
+        max_backoff: attempt.cap,
+        connect_timeout: attempt.attempt_timeout,
+        read_timeout: attempt.attempt_timeout,
+        attempt_timeout: attempt.attempt_timeout,
+        operation_timeout: attempt.attempt_timeout,
+    })
+    .load()
+    .await;
     let store = DynamoStore::new(aws_sdk_dynamodb::Client::new(&sdk), &config.table_name);
     if shared::aws::opens_connections(&init, &sdk) {
         shared::connections::open("DynamoDB", config.write_concurrency, || store.answers()).await;

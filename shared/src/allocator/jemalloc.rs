@@ -12,6 +12,7 @@ forward_global_alloc!(
         stats,
         release_free_memory,
         start_up: || {},
+        keeps_pages_for_reuse: || false,
     }
 );
 
@@ -45,7 +46,7 @@ pub(super) fn stats() -> AllocatorStats {
     let _ = epoch::advance();
     AllocatorStats {
         allocated: je_stats::allocated::read().ok().map(|b| b as u64),
-        mapped: je_stats::resident::read().map_or(0, |b| b as u64),
+        mapped: Some(je_stats::resident::read().map_or(0, |b| b as u64)),
     }
 }
 

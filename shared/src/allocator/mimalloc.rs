@@ -1,4 +1,4 @@
-//! mimalloc (v3 by default in the `mimalloc` crate).
+//! mimalloc: 2.x as the workspace builds it (feature `v2`); 3.x works too.
 
 use super::{AllocatorStats, Applied, Policy, forward_global_alloc};
 use libmimalloc_sys as ffi;
@@ -13,13 +13,15 @@ forward_global_alloc!(
         stats,
         release_free_memory,
         start_up: set_start_up_defaults,
+        keeps_pages_for_reuse: is_v3,
     }
 );
 
-/// One of mimalloc's options: its index in mimalloc v3's `mi_option_e` (the
-/// -sys crate names only some) and mimalloc's own name for it (read from
-/// `MIMALLOC_<NAME>` in the environment, printed by `mi_options_print_out`).
-/// `shared/tests/mimalloc_options.rs` checks each index against that name.
+/// One of mimalloc's options: its index in mimalloc's `mi_option_e` (the
+/// -sys crate names only some, and the index of one option differs between
+/// mimalloc 2 and 3) and mimalloc's own name for it (read from
+/// `MIMALLOC_<NAME>` in the environment, printed by `mi_options_print`).
+/// `shared/tests/allocator_mimalloc.rs` checks each index against that name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MiOption {
     /// The index mimalloc's functions take.
@@ -28,38 +30,80 @@ pub struct MiOption {
     pub name: &'static str,
 }
 
-const PURGE_DECOMMITS: MiOption = MiOption {
-    index: 5,
-    name: "purge_decommits",
+/// The version of the mimalloc linked in, as `mi_version` gives it: major,
+/// then two digits each of minor and patch (20302 is 2.3.2). The workspace
+/// builds 2.x (`Cargo.toml`, feature `v2`): 3.3.x has open crash reports
+/// with many threads (microsoft/mimalloc#1287, #1288, #1356).
+pub fn version() -> i32 {
+    // SAFETY: mi_version only returns a constant; it may be called before
+    // mimalloc is initialised.
+    unsafe { ffi::mi_version() }
+}
+
+/// The options the policies set, at their indices in one major version.
+struct Indices {
+    purge_decommits: MiOption,
+    purge_delay: MiOption,
+    allow_thp: MiOption,
+}
+
+/// mimalloc 2.x (`v2/include/mimalloc.h`).
+const V2: Indices = Indices {
+    purge_decommits: MiOption {
+        index: 5,
+        name: "purge_decommits",
+    },
+    purge_delay: MiOption {
+        index: 15,
+        name: "purge_delay",
+    },
+    allow_thp: MiOption {
+        index: 37,
+        name: "allow_thp",
+    },
 };
-const PURGE_DELAY: MiOption = MiOption {
-    index: 15,
-    name: "purge_delay",
+
+/// mimalloc 3.x (`v3/include/mimalloc.h`), which also has
+/// `minimal_purge_size` ([`MINIMAL_PURGE_SIZE_V3`]).
+const V3: Indices = Indices {
+    purge_decommits: V2.purge_decommits,
+    purge_delay: V2.purge_delay,
+    allow_thp: MiOption {
+        index: 43,
+        name: "allow_thp",
+    },
 };
-/// In KiB.
-const MINIMAL_PURGE_SIZE: MiOption = MiOption {
+
+/// mimalloc 3 only, in KiB: the smallest purge (3 picks 2 MiB when
+/// transparent huge pages are on; 2 purges whole 64 KiB pages).
+const MINIMAL_PURGE_SIZE_V3: MiOption = MiOption {
     index: 44,
     name: "minimal_purge_size",
 };
-const ALLOW_THP: MiOption = MiOption {
-    index: 43,
-    name: "allow_thp",
-};
 
-/// The options each policy sets, with their values.
+fn is_v3() -> bool {
+    version() >= 30000
+}
+
+/// The options each policy sets, with their values, for the mimalloc linked in.
 ///
 /// Prompt: purge at once, by decommitting (RSS drops now, not under memory
-/// pressure as with MADV_FREE), in 64 KiB units (mimalloc picks 2 MiB when
-/// transparent huge pages are on, which keeps more). Keep: never purge.
+/// pressure as with MADV_FREE); on mimalloc 3 in 64 KiB units (it picks 2 MiB
+/// when transparent huge pages are on, which keeps more). Keep: never purge.
 /// See also [`start_up_settings`].
 pub fn settings(policy: Policy) -> &'static [(MiOption, c_long)] {
-    match policy {
-        Policy::Prompt => &[
-            (PURGE_DELAY, 0),
-            (PURGE_DECOMMITS, 1),
-            (MINIMAL_PURGE_SIZE, 64),
-        ],
-        Policy::Keep => &[(PURGE_DELAY, -1), (PURGE_DECOMMITS, 0)],
+    const V2_PROMPT: [(MiOption, c_long); 2] = [(V2.purge_delay, 0), (V2.purge_decommits, 1)];
+    const V3_PROMPT: [(MiOption, c_long); 3] = [
+        (V3.purge_delay, 0),
+        (V3.purge_decommits, 1),
+        (MINIMAL_PURGE_SIZE_V3, 64),
+    ];
+    // The two options keep their indices from 2 to 3.
+    const KEEP: [(MiOption, c_long); 2] = [(V2.purge_delay, -1), (V2.purge_decommits, 0)];
+    match (policy, is_v3()) {
+        (Policy::Prompt, false) => &V2_PROMPT,
+        (Policy::Prompt, true) => &V3_PROMPT,
+        (Policy::Keep, _) => &KEEP,
     }
 }
 
@@ -72,9 +116,12 @@ pub fn settings(policy: Policy) -> &'static [(MiOption, c_long)] {
 /// from its first touch, and a 64 KiB purge inside it leaves the rest
 /// resident: the order processor ends at 11 MiB of RSS instead of 5.
 pub fn start_up_settings(policy: Policy) -> &'static [(MiOption, c_long)] {
-    match policy {
-        Policy::Prompt => &[(ALLOW_THP, 0)],
-        Policy::Keep => &[],
+    const V2_PROMPT: [(MiOption, c_long); 1] = [(V2.allow_thp, 0)];
+    const V3_PROMPT: [(MiOption, c_long); 1] = [(V3.allow_thp, 0)];
+    match (policy, is_v3()) {
+        (Policy::Prompt, false) => &V2_PROMPT,
+        (Policy::Prompt, true) => &V3_PROMPT,
+        (Policy::Keep, _) => &[],
     }
 }
 
@@ -124,40 +171,52 @@ pub(super) fn apply(policy: Policy) -> Result<Applied, String> {
     Ok(Applied::Configured(knobs.join(" ")))
 }
 
-/// mimalloc's `mi_output_fun`: receives one message and the caller's `arg`.
-// SAFETY: only a function-pointer type; the one passed is `collect` below.
-type Output = unsafe extern "C" fn(msg: *const c_char, arg: *mut c_void);
-
-// SAFETY: the declaration matches mimalloc.h (`void mi_options_print_out(
-// mi_output_fun* out, void* arg)`), which the -sys crate compiles but does not
-// bind. It calls `out(line, arg)`, one line per option, in index order.
+// `mi_options_print` writes the version, then one line per option in index
+// order, to the output registered with `mi_register_output`.
+// SAFETY: the declaration matches mimalloc.h in 2.x and 3.x (`void
+// mi_options_print(void)`), compiled but not bound by the -sys crate.
 unsafe extern "C" {
-    fn mi_options_print_out(out: Option<Output>, arg: *mut c_void);
+    fn mi_options_print();
 }
 
 /// Append mimalloc's message `msg` to the `String` behind `arg`.
-// SAFETY: called only by mi_options_print_out, with the arguments described
-// in `options`; null pointers are ignored.
+// SAFETY: called only by mimalloc while `options` has it registered, with the
+// arguments described there; null pointers are ignored.
 unsafe extern "C" fn collect(msg: *const c_char, arg: *mut c_void) {
     if msg.is_null() || arg.is_null() {
         return;
     }
     // SAFETY: mimalloc passes a NUL-terminated message, and `arg` is the
-    // `&mut String` that `options` lent to mi_options_print_out for this call.
+    // `&mut String` that `options` registered for this call.
     let (msg, out) = unsafe { (CStr::from_ptr(msg), &mut *arg.cast::<String>()) };
     out.push_str(&msg.to_string_lossy());
 }
 
 /// Every mimalloc option, by index: mimalloc's name for it and its value now.
+/// For tests and the lab: while it runs, mimalloc's messages from any thread
+/// come here (callers of this function take turns).
 pub fn options() -> Vec<(String, i64)> {
+    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _turn = ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let mut text = String::new();
-    // SAFETY: mi_options_print_out calls `collect` only during this call,
-    // with `arg` pointing to `text`, which outlives it; `collect` may allocate:
-    // mimalloc holds no lock of its own while it prints options.
-    unsafe { mi_options_print_out(Some(collect), (&raw mut text).cast()) };
+    // The registration is undone (back to mimalloc's default output) before
+    // `text` is read; `collect` may allocate: mimalloc holds no lock of its
+    // own while it prints.
+    // SAFETY: mimalloc calls `collect` with `arg` pointing to `text`, which
+    // outlives the registration.
+    unsafe {
+        ffi::mi_register_output(Some(collect), (&raw mut text).cast());
+        mi_options_print();
+        ffi::mi_register_output(None, std::ptr::null_mut());
+    }
+    // Lines look like `mimalloc: option 'purge_delay': 0 ` (2.x prefixes
+    // `mimalloc: `, 3.x nothing).
     text.lines()
         .filter_map(|line| {
-            let (name, rest) = line.strip_prefix("option '")?.split_once("': ")?;
+            let (_, option) = line.split_once("option '")?;
+            let (name, rest) = option.split_once("': ")?;
             let value = rest.split_whitespace().next()?.parse().ok()?;
             Some((name.to_owned(), value))
         })
@@ -181,7 +240,7 @@ pub(super) fn stats() -> AllocatorStats {
     }
     AllocatorStats {
         allocated: None,
-        mapped: commit as u64,
+        mapped: is_v3().then_some(commit as u64),
     }
 }
 

@@ -14,7 +14,7 @@
 //!
 //! | allocator  | crate                  | prompt (`MEMORY_RETURN=prompt`)            | keep (`MEMORY_RETURN=keep`)        |
 //! |------------|------------------------|--------------------------------------------|------------------------------------|
-//! | `Mimalloc` | mimalloc v3            | `purge_delay=0`, `purge_decommits=1`, 64 KiB purges; `allow_thp=0` from start-up | `purge_delay=-1` (never purge) |
+//! | `Mimalloc` | mimalloc 2.x (`v2`)    | `purge_delay=0`, `purge_decommits=1` (on 3.x also 64 KiB purges); `allow_thp=0` from start-up | `purge_delay=-1` (never purge) |
 //! | `Jemalloc` | tikv-jemallocator      | `dirty_decay_ms=0`, `muzzy_decay_ms=0`     | both `-1` (never decay)            |
 //! | `Snmalloc` | snmalloc-rs            | no knob: snmalloc decides                  | no knob: snmalloc decides          |
 //! | `System`   | glibc malloc           | `M_TRIM_THRESHOLD` and `M_MMAP_THRESHOLD` 128 KiB | `M_MMAP_THRESHOLD` 32 MiB, `M_TRIM_THRESHOLD` max |
@@ -42,7 +42,7 @@ pub use jemalloc::Jemalloc;
 #[cfg(feature = "mimalloc")]
 pub use mimalloc::{
     MiOption, Mimalloc, options as mimalloc_options, owns, settings as mimalloc_settings,
-    start_up_settings as mimalloc_start_up_settings,
+    start_up_settings as mimalloc_start_up_settings, version as mimalloc_version,
 };
 #[cfg(feature = "snmalloc")]
 pub use snmalloc::Snmalloc;
@@ -173,12 +173,6 @@ impl Kind {
             Kind::Snmalloc => "snmalloc",
         }
     }
-
-    /// Whether the allocator keeps pages freed by one thread for reuse by
-    /// another, which the arena pre-warm relies on (see `arena`).
-    pub const fn keeps_pages_for_reuse(self) -> bool {
-        matches!(self, Kind::Mimalloc)
-    }
 }
 
 impl fmt::Display for Kind {
@@ -199,6 +193,9 @@ pub struct Controls {
     release_free_memory: fn(),
     /// Runs before `main`, before the allocator's first allocation.
     start_up: fn(),
+    /// Whether pages freed by one thread are reused by another's next
+    /// allocations, which the arena pre-warm relies on (see `arena`).
+    keeps_pages_for_reuse: fn() -> bool,
 }
 
 /// An allocator type [`global_allocator!`] accepts.
@@ -313,8 +310,11 @@ pub struct AllocatorStats {
     /// Bytes handed out to the program, where the allocator counts them
     /// (jemalloc, glibc); `None` where it does not cheaply (mimalloc, snmalloc).
     pub allocated: Option<u64>,
-    /// Bytes the allocator holds from the OS (committed / resident / mapped).
-    pub mapped: u64,
+    /// Bytes the allocator holds from the OS (committed / resident / mapped),
+    /// where it counts them usefully; `None` for mimalloc 2, whose committed
+    /// figure includes the 1 GiB arena it reserves (and counts as committed)
+    /// at start.
+    pub mapped: Option<u64>,
 }
 
 /// Set the memory-return policy of the active allocator. Call once at cold
@@ -326,6 +326,17 @@ pub fn apply(policy: Policy) -> Result<Applied, String> {
 /// The active allocator's own statistics; cheap enough for every invocation.
 pub fn stats() -> AllocatorStats {
     (controls().stats)()
+}
+
+/// Whether the active allocator reuses, for one thread's allocations, pages
+/// that another thread freed: what the arena pre-warm relies on (measured in
+/// `tests/allocator_checks/`). Only mimalloc 3: mimalloc 2 first fills the
+/// allocating thread's own segment with fresh pages (up to 32 MiB a thread,
+/// more than the Arrow worker's first invocation allocates), jemalloc and
+/// glibc keep an arena per thread, and snmalloc returns memory on its own
+/// schedule.
+pub fn keeps_pages_for_reuse() -> bool {
+    (controls().keeps_pages_for_reuse)()
 }
 
 /// Give every free page back to the OS now, whatever the policy.

@@ -11,6 +11,7 @@ forward_global_alloc!(
         stats,
         release_free_memory,
         start_up: || {},
+        keeps_pages_for_reuse: || false,
     }
 );
 
@@ -23,7 +24,7 @@ pub(super) fn stats() -> AllocatorStats {
     let s = snmalloc_rs::SnMalloc::memory_stats();
     AllocatorStats {
         allocated: None,
-        mapped: s.current_memory_usage as u64,
+        mapped: Some(s.current_memory_usage as u64),
     }
 }
 

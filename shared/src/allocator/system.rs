@@ -11,6 +11,7 @@ forward_global_alloc!(
         stats,
         release_free_memory,
         start_up: || {},
+        keeps_pages_for_reuse: || false,
     }
 );
 
@@ -32,7 +33,7 @@ pub(super) fn stats() -> AllocatorStats {
     let info = glibc::info();
     AllocatorStats {
         allocated: Some(info.in_use),
-        mapped: info.mapped,
+        mapped: Some(info.mapped),
     }
 }
 

@@ -31,8 +31,7 @@ pub fn growth_bound(warm_mib: f64) -> f64 {
 /// How long the probes' stores take to answer one call (a DynamoDB write, a
 /// page of a scan), in ms: what lets one vCPU serve several requests at once.
 pub const STORE_MS: u64 = 5;
-/// The allocator the functions ship with.
-pub const SHIPPED: &str = "mimalloc";
+pub use super::probes::SHIPPED;
 /// The concurrencies measured (fewer in quick mode).
 const LEVELS: [usize; 6] = [1, 2, 4, 8, 16, 64];
 

@@ -2,7 +2,8 @@
 //! template's choices buy (allocators, bcrypt, arena pre-warm, cold start,
 //! memory size) and writes `BENCHMARKS.md` with SVG plots in `tools/lab/plots/`.
 //! `cargo xtask lab power` measures only the memory sizes (power tuning) and
-//! replaces their part of an existing `BENCHMARKS.md`; `cargo xtask lab bcrypt`,
+//! replaces their part of an existing `BENCHMARKS.md`; `cargo xtask lab allocators`
+//! (sections 1 and 3, with mimalloc 3.3 beside the shipped 2.x), `cargo xtask lab bcrypt`,
 //! `cargo xtask lab cold-start`, `cargo xtask lab fan-out` and `cargo xtask lab
 //! first-invocation` do the same for the bcrypt, the cold-start (with binary
 //! sizes), the fan-out and the first-invocation sections, and
@@ -64,6 +65,7 @@ fn main() -> ExitCode {
     {
         [] => run::run(Scale::Full, &local_stack::sam::release_builds),
         ["--quick"] => run::run(Scale::Quick, &|| Ok(())),
+        ["allocators"] => one_section::allocators_only(),
         ["power"] => one_section::power_only(),
         ["bcrypt"] => one_section::bcrypt_only(),
         ["cold-start"] => one_section::cold_start_only(),
@@ -71,7 +73,7 @@ fn main() -> ExitCode {
         ["first-invocation"] => one_section::first_invocation_only(),
         ["concurrency"] => one_section::concurrency_only(),
         _ => Err(
-            "usage: lab [--quick | power | bcrypt | cold-start | fan-out | first-invocation | concurrency]"
+            "usage: lab [--quick | allocators | power | bcrypt | cold-start | fan-out | first-invocation | concurrency]"
                 .to_owned(),
         ),
     };

@@ -24,8 +24,9 @@ pub struct Setup {
 }
 
 /// The configurations compared: every allocator as the template configures
-/// it, and mimalloc also as the library ships it.
-pub const SETUPS: [Setup; 5] = [
+/// it, mimalloc also as the library ships it, and mimalloc 3.3 beside the
+/// shipped 2.x.
+pub const SETUPS: [Setup; 6] = [
     Setup {
         label: "system (glibc)",
         allocator: "system",
@@ -39,6 +40,11 @@ pub const SETUPS: [Setup; 5] = [
     Setup {
         label: "mimalloc + template policy (shipped)",
         allocator: "mimalloc",
+        policy: "template",
+    },
+    Setup {
+        label: "mimalloc 3.3 + template policy (not shipped)",
+        allocator: super::probes::MIMALLOC_3,
         policy: "template",
     },
     Setup {

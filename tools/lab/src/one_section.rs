@@ -3,7 +3,8 @@
 
 use crate::scale::Scale;
 use crate::{
-    bcrypt, cold_start, concurrency, fan_out, first_invocation, machine, probes, report, tuning,
+    bcrypt, cold_start, concurrency, fan_out, first_invocation, machine, probes, report, run,
+    tuning,
 };
 use indicatif::{ProgressBar, ProgressStyle};
 use local_stack::workspace_root;
@@ -56,6 +57,26 @@ pub fn cold_start_only() -> Result<(), String> {
         workspace_root().join("BENCHMARKS.md").display()
     );
     Ok(())
+}
+
+/// `lab allocators`: measure the allocators (section 1) and the arena
+/// pre-warm (section 3) only, with the probes of every allocator and of
+/// mimalloc 3.3, and replace them (and their lines in "What to pick") in
+/// `BENCHMARKS.md`.
+pub fn allocators_only() -> Result<(), String> {
+    let machine = machine::Machine::here();
+    report::allocators_rewritable(&workspace_root())?;
+    let bar = spinner()?;
+    let tick = |message: &str| bar.set_message(message.to_owned());
+    let probes = probes::Probes::optimised(&probes::ALLOCATORS, &tick)?;
+    let (memory, prewarm) = run::allocators(&probes, Scale::Full, &tick)?;
+    bar.finish_and_clear();
+    report::rewrite_allocators(&workspace_root(), &memory, &prewarm, Scale::Full, &machine)?;
+    println!(
+        "lab: wrote the allocator and pre-warm sections into {}",
+        workspace_root().join("BENCHMARKS.md").display()
+    );
+    run::check_allocators(&memory, &prewarm)
 }
 
 /// `lab bcrypt`: measure the bcrypt section only (building the probes with

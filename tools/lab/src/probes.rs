@@ -4,11 +4,24 @@
 
 use local_stack::cgroup::Cgroup;
 use local_stack::{tools, workspace_root};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// The allocators a function can declare (the probes' cargo features).
-pub const ALLOCATORS: [&str; 4] = ["system", "mimalloc", "jemalloc", "snmalloc"];
+/// The allocator the functions ship with (mimalloc 2.x).
+pub const SHIPPED: &str = "mimalloc";
+/// The `mimalloc` crate's default build, mimalloc 3.3, measured beside the
+/// 2.x the workspace ships (not shipped: open crash reports; see the
+/// workspace's `Cargo.toml`). Its probes are built from a copy of the
+/// workspace whose `Cargo.toml` drops the `v2` feature.
+pub const MIMALLOC_3: &str = "mimalloc-3.3";
+/// The allocators a function can declare (the probes' cargo features), and
+/// mimalloc 3.3 for comparison.
+pub const ALLOCATORS: [&str; 5] = ["system", SHIPPED, MIMALLOC_3, "jemalloc", "snmalloc"];
+/// The workspace's `Cargo.toml` selects mimalloc 2.x with these, twice (the
+/// `mimalloc` crate and `libmimalloc-sys`).
+const V2_FEATURES: &str = r#"features = ["extended", "v2"]"#;
+/// What the copy of [`MIMALLOC_3`] has in their place.
+const V3_FEATURES: &str = r#"features = ["extended"]"#;
 /// The order processor's `DEAD_LETTER_QUEUE_URL` in the probes: checked at
 /// cold start, never called (the probes keep dead letters in memory).
 pub const DEAD_LETTER_QUEUE_URL: &str =
@@ -67,9 +80,17 @@ impl Probes {
                 "--examples",
                 "--package",
                 PACKAGE,
-                "--features",
-                allocator,
             ]);
+            if allocator == MIMALLOC_3 {
+                // Same target directory: only what the feature changes builds again.
+                build
+                    .arg("--manifest-path")
+                    .arg(mimalloc_3_workspace(&target)?.join("Cargo.toml"))
+                    .args(["--features", SHIPPED])
+                    .env("CARGO_TARGET_DIR", &target);
+            } else {
+                build.args(["--features", allocator]);
+            }
             tools::run(&mut build)?;
             let dir = target.join("lab-probes").join(allocator);
             std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
@@ -154,4 +175,52 @@ fn run_json(
             tools::describe(&command)
         )
     })
+}
+
+/// A copy of the workspace under `target` whose `Cargo.toml` builds mimalloc
+/// 3.3 (the `mimalloc` crate's default): its manifest's folder.
+fn mimalloc_3_workspace(target: &Path) -> Result<PathBuf, String> {
+    let root = workspace_root();
+    let copy = target.join("lab-mimalloc-3");
+    if copy.exists() {
+        std::fs::remove_dir_all(&copy).map_err(|e| format!("{}: {e}", copy.display()))?;
+    }
+    copy_sources(&root, &copy)?;
+    let manifest = copy.join("Cargo.toml");
+    let text =
+        std::fs::read_to_string(&manifest).map_err(|e| format!("{}: {e}", manifest.display()))?;
+    if text.matches(V2_FEATURES).count() != 2 {
+        return Err(format!(
+            "{}: expected `{V2_FEATURES}` on the `mimalloc` and `libmimalloc-sys` lines, to build {MIMALLOC_3} without it",
+            root.join("Cargo.toml").display()
+        ));
+    }
+    std::fs::write(&manifest, text.replace(V2_FEATURES, V3_FEATURES))
+        .map_err(|e| format!("{}: {e}", manifest.display()))?;
+    Ok(copy)
+}
+
+/// Copy the workspace's sources from `from` to `to`: everything but build
+/// output and hidden folders (`target`, `.git`, `.tools`, ...).
+fn copy_sources(from: &Path, to: &Path) -> Result<(), String> {
+    std::fs::create_dir_all(to).map_err(|e| format!("{}: {e}", to.display()))?;
+    let entries = std::fs::read_dir(from).map_err(|e| format!("{}: {e}", from.display()))?;
+    for entry in entries {
+        let entry = entry.map_err(|e| format!("{}: {e}", from.display()))?;
+        let name = entry.file_name();
+        if name == "target" || name.to_string_lossy().starts_with('.') {
+            continue;
+        }
+        let (source, dest) = (entry.path(), to.join(&name));
+        let kind = entry
+            .file_type()
+            .map_err(|e| format!("{}: {e}", source.display()))?;
+        if kind.is_dir() {
+            copy_sources(&source, &dest)?;
+        } else if kind.is_file() {
+            std::fs::copy(&source, &dest)
+                .map_err(|e| format!("{} -> {}: {e}", source.display(), dest.display()))?;
+        }
+    }
+    Ok(())
 }
