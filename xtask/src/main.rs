@@ -19,7 +19,7 @@
 //! - `check-init`  start a project with `sam init` from this git repository
 //!   (also a suite step) and from the template zip (`scaffold`), and run the
 //!   zip project's unit tests
-//! - `lab [--quick | power | bcrypt | cold-start | fan-out | first-invocation | concurrency]`  the performance lab (the `lab` crate): `BENCHMARKS.md` and
+//! - `lab [--quick | allocators | power | bcrypt | cold-start | fan-out | first-invocation | concurrency]`  the performance lab (the `lab` crate): `BENCHMARKS.md` and
 //!   its plots; `--quick` is the suite's small run that checks properties only;
 //!   `power` re-measures only the memory sizes (power tuning) and rewrites their part,
 //!   `bcrypt` the same for the bcrypt section, `cold-start` for init and binary
@@ -29,6 +29,9 @@
 //! - `new-function NAME`  add a working function: the crate `functions/NAME/`,
 //!   its function, role, log group, alarm and output in `template.yaml`, a
 //!   sample event in `events/NAME/` (see `new_function.rs`)
+//! - `remove-function NAME`  the inverse: the crate, its events, and in
+//!   `template.yaml` the function and what is its alone; refuses a function
+//!   another resource calls or another crate depends on (`remove_function.rs`)
 //!
 //! - `user-changes`  the suite's steps that make a user's changes in a scratch
 //!   copy (`target/user-changes/`): a new function, the hasher on the
@@ -43,15 +46,17 @@
 mod command;
 mod init_check;
 mod new_function;
+mod remove_function;
 mod scaffold;
 mod suite;
+mod template_text;
 mod test_binaries;
 mod user_changes;
 
 use command::{package, run};
 use std::process::{Command, ExitCode};
 
-const USAGE: &str = "usage: cargo xtask <tools | test | run [--release] [--keep] [--visibility-timeout SECONDS] | build-arm64 | bcrypt-differential [--arm64] | sam-local [--quick] | check-init | lab [--quick | power | bcrypt | cold-start | fan-out | first-invocation | concurrency] | new-function NAME | user-changes>";
+const USAGE: &str = "usage: cargo xtask <tools | test | run [--release] [--keep] [--visibility-timeout SECONDS] | build-arm64 | bcrypt-differential [--arm64] | sam-local [--quick] | check-init | lab [--quick | allocators | power | bcrypt | cold-start | fan-out | first-invocation | concurrency] | new-function NAME | remove-function NAME | user-changes>";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -68,6 +73,8 @@ fn main() -> ExitCode {
         ["lab", flags @ ..] => run(&mut package("lab", flags)),
         ["check-init"] => init_check::from_git().and_then(|()| init_check::from_zip()),
         ["new-function", name] => add_function(name),
+        ["remove-function", name] => remove_function::remove(&command::workspace_root(), name)
+            .map(|report| print!("{report}")),
         ["user-changes"] => {
             command::lint_while_building();
             user_changes::new_function()

@@ -21,6 +21,7 @@
 //! ids' prefix) replaced.
 
 use crate::command::{cargo, describe};
+use crate::template_text::{Entry, entries, entry_key, indent};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
@@ -342,16 +343,10 @@ impl Names {
 
 // ---------------------------------------------------------------- template.yaml
 
-/// One `  Key:` entry of a top-level section, with the lines under it.
-#[derive(Clone, Copy)]
-struct Entry<'a> {
-    key: &'a str,
-    /// The key's line.
-    start: usize,
-    /// One past its last non-blank line (comments indented under it included).
-    end: usize,
-    /// Its `Type:` (resources).
-    kind: Option<&'a str>,
+/// `template` with function `name`'s resources added, as `create` adds them.
+#[cfg(test)]
+pub fn added_to_template(template: &str, name: &str) -> Result<String, String> {
+    add_to_template(template, &Names::new(name))
 }
 
 /// `template` with function `names`' resources added, each after the last of
@@ -521,56 +516,6 @@ fn insert_blocks<'a>(lines: &[&'a str], insertions: &'a mut [(Entry<'_>, String)
     out
 }
 
-/// The entries of the top-level `section` (`Resources`, `Outputs`), in order;
-/// `None` if the template has no such section.
-fn entries<'a>(lines: &[&'a str], section: &str) -> Option<Vec<Entry<'a>>> {
-    let header = format!("{section}:");
-    let first = lines
-        .iter()
-        .position(|l| l.split(" #").next().unwrap_or(l).trim_end() == header)?;
-    let mut found = vec![];
-    let mut i = first + 1;
-    while i < lines.len() {
-        let line = lines[i];
-        if !line.trim().is_empty() && indent(line) == 0 && !line.starts_with('#') {
-            break; // the next section
-        }
-        let Some(key) = (indent(line) == 2).then(|| entry_key(line)).flatten() else {
-            i += 1;
-            continue;
-        };
-        let (mut end, mut j) = (i + 1, i + 1);
-        while j < lines.len() && (lines[j].trim().is_empty() || indent(lines[j]) > 2) {
-            if !lines[j].trim().is_empty() {
-                end = j + 1;
-            }
-            j += 1;
-        }
-        let kind = lines[i + 1..end].iter().find_map(|l| {
-            let value = l.strip_prefix("    Type:")?;
-            Some(value.split(" #").next()?.trim().trim_matches('"'))
-        });
-        found.push(Entry {
-            key,
-            start: i,
-            end,
-            kind,
-        });
-        i = j;
-    }
-    Some(found)
-}
-
-/// The key of a `  Key:` line (a logical id: letters and digits), if it is one.
-fn entry_key(line: &str) -> Option<&str> {
-    let (key, rest) = line.trim_start().split_once(':')?;
-    let rest = rest.trim();
-    let valid = !key.is_empty()
-        && key.chars().all(|c| c.is_ascii_alphanumeric())
-        && (rest.is_empty() || rest.starts_with('#'));
-    valid.then_some(key)
-}
-
 /// The `AlarmActions` and `OKActions` properties of an alarm's lines, with
 /// their continuation lines, as they are.
 fn alarm_actions(block: &[&str]) -> Vec<String> {
@@ -591,10 +536,6 @@ fn alarm_actions(block: &[&str]) -> Vec<String> {
         }
     }
     actions
-}
-
-fn indent(line: &str) -> usize {
-    line.len() - line.trim_start_matches(' ').len()
 }
 
 // ---------------------------------------------------------------- files
