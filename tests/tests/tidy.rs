@@ -48,6 +48,12 @@
 //!     alone (behaviour version pinned by name, every retry and timeout set):
 //!     no other production file names `BehaviorVersion` or loads a
 //!     configuration with `aws_config`'s own loaders.
+//! 16. Tools know functions only through the template, the binaries and the
+//!     sample events: no member but a function's own crates depends on a
+//!     function crate, and `[workspace.dependencies]` names none, so that
+//!     deleting a function's folder leaves a workspace that loads. Today's
+//!     exceptions, which the move of each sample's tests, probes and fakes
+//!     into its folder removes, are [`TOOLS_ON_FUNCTIONS`]; none may be added.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -147,6 +153,64 @@ fn dependency_offences(packages: &[Package]) -> Vec<String> {
                     p.dir, p.name
                 ));
             }
+        }
+    }
+    offences
+}
+
+/// Tools that still depend on a function crate (rule 16): (package,
+/// function). Each goes when the sample's tests, lab probes and fakes move
+/// into the function's own folder.
+const TOOLS_ON_FUNCTIONS: &[(&str, &str)] = &[
+    ("e2e", "arrow-worker"),
+    ("e2e", "order-processor"),
+    ("e2e", "password-hasher"),
+    ("lab", "order-processor"),
+    ("lab-probes", "arrow-worker"),
+    ("lab-probes", "order-processor"),
+    ("lab-probes", "password-hasher"),
+    ("testkit", "arrow-worker"),
+    ("testkit", "order-processor"),
+    ("testkit", "password-hasher"),
+];
+
+/// Rule 16: members other than functions depending on a function crate, and
+/// the root table naming one (`root_manifest`), but [`TOOLS_ON_FUNCTIONS`].
+fn tool_offences(packages: &[Package], root_manifest: &str) -> Vec<String> {
+    let function_dirs: BTreeMap<&str, &str> = packages
+        .iter()
+        .filter(|p| is_function(&p.dir))
+        .map(|p| (p.name.as_str(), p.dir.as_str()))
+        .collect();
+    let mut offences = vec![];
+    for p in packages.iter().filter(|p| !is_function(&p.dir)) {
+        for (dep, kind, key) in &p.members_used {
+            let excepted = TOOLS_ON_FUNCTIONS.contains(&(p.name.as_str(), dep.as_str()));
+            if function_dirs.contains_key(dep.as_str()) && !excepted {
+                offences.push(format!(
+                    "{}/Cargo.toml:{}: `{}` has a {kind} dependency on the function `{dep}`: tools \
+                     know functions through the template, the binaries and the sample events \
+                     (what is one function's belongs in its folder)",
+                    p.dir,
+                    key_line(&p.manifest, key),
+                    p.name
+                ));
+            }
+        }
+    }
+    let in_table = |dir: &str| {
+        root_manifest
+            .lines()
+            .position(|l| l.contains(&format!("path = \"{dir}\"")))
+    };
+    for (name, dir) in function_dirs {
+        let excepted = TOOLS_ON_FUNCTIONS.iter().any(|(_, f)| *f == name);
+        if let Some(n) = in_table(dir).filter(|_| !excepted) {
+            offences.push(format!(
+                "Cargo.toml:{}: `[workspace.dependencies]` names the function `{name}`: deleting \
+                 its folder would leave a workspace that does not load",
+                n + 1
+            ));
         }
     }
     offences
@@ -475,6 +539,15 @@ fn functions_depend_only_on_shared() {
     assert_none(
         "dependencies between members",
         dependency_offences(&workspace().1),
+    );
+}
+
+#[test]
+fn tools_depend_on_no_function() {
+    let (root, packages) = workspace();
+    assert_none(
+        "tools depending on a function crate",
+        tool_offences(&packages, &read(&root.join("Cargo.toml"))),
     );
 }
 
@@ -1796,6 +1869,39 @@ mod planted {
             construction_offences("functions/f/src/handler.rs", "let s = \"Client::new\";")
                 .is_empty()
         );
+    }
+
+    #[test]
+    fn a_tool_depending_on_a_function_is_reported() {
+        let package = |name: &str, dir: &str, uses: &[&str]| Package {
+            name: name.into(),
+            dir: dir.into(),
+            manifest: format!(
+                "[dev-dependencies]\n{}",
+                uses.iter()
+                    .map(|u| format!("{u}.workspace = true\n"))
+                    .collect::<String>()
+            ),
+            members_used: uses
+                .iter()
+                .map(|u| ((*u).into(), "dev".into(), (*u).into()))
+                .collect(),
+            ..Package::default()
+        };
+        let packages = [
+            package("greeter", "functions/greeter", &["shared"]),
+            package("report-tool", "tools/report-tool", &["greeter", "shared"]),
+            package("testkit", "tools/testkit", &["order-processor"]),
+        ];
+        let root = "[workspace.dependencies]\ngreeter = { path = \"functions/greeter\" }\n";
+        let offences = tool_offences(&packages, root);
+        assert_eq!(offences.len(), 2, "{offences:?}");
+        assert!(
+            offences[0].starts_with("tools/report-tool/Cargo.toml:2:"),
+            "{offences:?}"
+        );
+        assert!(offences[1].starts_with("Cargo.toml:2:"), "{offences:?}");
+        assert!(tool_offences(&packages[..1], "").is_empty());
     }
 
     #[test]
