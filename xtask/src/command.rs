@@ -176,6 +176,29 @@ pub fn run_or_skip(command: &mut Command) -> Result<Option<String>, String> {
     }
 }
 
+/// Bring `Cargo.lock` of the project at `root` in line with its members (a
+/// function added or removed), changing nothing else: `cargo update
+/// --workspace` updates only the workspace's own packages, offline.
+pub fn update_workspace_lock(root: &Path) -> Result<(), String> {
+    let mut command = cargo();
+    command
+        .current_dir(root)
+        .args(["update", "--workspace", "--offline", "--quiet"]);
+    let output = command
+        .output()
+        .map_err(|e| format!("{}: {e}", describe(&command)))?;
+    if output.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{} failed ({}): {}",
+            describe(&command),
+            output.status,
+            String::from_utf8_lossy(&output.stderr).trim()
+        ))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

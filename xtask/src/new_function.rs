@@ -20,7 +20,7 @@
 //! (kebab-case), `@lib@` (the Rust crate name) and `@Pascal@` (the logical
 //! ids' prefix) replaced.
 
-use crate::command::{cargo, describe};
+use crate::command::update_workspace_lock;
 use crate::template_text::{Entry, entries, entry_key, indent};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -201,7 +201,7 @@ pub fn create(root: &Path, name: &str) -> Result<Vec<PathBuf>, String> {
     let lock = root.join("Cargo.lock");
     let lock_before = std::fs::read_to_string(&lock).ok();
     let written = write_all(root, &[&crate_dir, &events_dir], &files).and_then(|mut written| {
-        update_lock(root, name)?;
+        update_workspace_lock(root).map_err(|e| format!("{e}, so `{name}` could not be locked"))?;
         if std::fs::read_to_string(&lock).ok() != lock_before {
             written.push(lock.clone());
         }
@@ -562,28 +562,6 @@ fn write_all(
         written.push(path);
     }
     Ok(written)
-}
-
-/// Add package `name` to `Cargo.lock`, changing nothing else: `cargo update
-/// --workspace` updates only the workspace's own packages (their
-/// dependencies are already locked).
-fn update_lock(root: &Path, name: &str) -> Result<(), String> {
-    let mut command = cargo();
-    command
-        .current_dir(root)
-        .args(["update", "--workspace", "--offline", "--quiet"]);
-    let output = command
-        .output()
-        .map_err(|e| format!("{}: {e}", describe(&command)))?;
-    if !output.status.success() {
-        return Err(format!(
-            "{} failed ({}), so `{name}` could not be locked: {}",
-            describe(&command),
-            output.status,
-            String::from_utf8_lossy(&output.stderr).trim()
-        ));
-    }
-    Ok(())
 }
 
 fn read(path: &Path) -> Result<String, String> {

@@ -12,7 +12,7 @@
 //! worker), naming each reference, and a crate that another member of the
 //! workspace depends on (which would then fail to load).
 
-use crate::command::{cargo, describe};
+use crate::command::update_workspace_lock;
 use crate::template_text::{Entry, entries, indent};
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -61,7 +61,7 @@ pub fn remove(root: &Path, name: &str) -> Result<String, String> {
             _ => {}
         }
     }
-    update_lock(root)?;
+    update_workspace_lock(root)?;
     Ok(report(name, &removal))
 }
 
@@ -140,7 +140,7 @@ pub fn from_template(template: &str, name: &str) -> Result<Removal, String> {
             removal.removed.push(entry.key.to_owned());
         }
     }
-    removal.kept = kept(&lines, &resources, &owned, function, &drop);
+    removal.kept = kept(&lines, &resources, &outputs, &owned, function, &drop);
     removal.template = without(template, &lines, &drop);
     Ok(removal)
 }
@@ -242,6 +242,7 @@ fn ids(line: &str) -> Vec<String> {
 fn kept(
     lines: &[&str],
     resources: &[Entry],
+    outputs: &[Entry],
     owned: &BTreeSet<&str>,
     function: Entry,
     drop: &BTreeSet<usize>,
@@ -253,13 +254,12 @@ fn kept(
         .flat_map(|&n| ids(lines[n]))
         .filter(|id| declared.contains(id.as_str()) && !is_owned(id, owned, function))
         .collect();
-    let outputs = entries(lines, "Outputs").unwrap_or_default();
     named
         .into_iter()
         .map(|id| {
             let users = resources
                 .iter()
-                .chain(&outputs)
+                .chain(outputs)
                 .filter(|e| e.key != id && !owned.contains(e.key))
                 .filter(|e| {
                     (e.start..e.end).any(|n| !drop.contains(&n) && ids(lines[n]).contains(&id))
@@ -348,27 +348,6 @@ fn collect_manifests(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
         } else if file_name == "Cargo.toml" {
             out.push(path);
         }
-    }
-}
-
-/// Take the removed package out of `Cargo.lock`.
-fn update_lock(root: &Path) -> Result<(), String> {
-    let mut command = cargo();
-    command
-        .current_dir(root)
-        .args(["update", "--workspace", "--offline", "--quiet"]);
-    let output = command
-        .output()
-        .map_err(|e| format!("{}: {e}", describe(&command)))?;
-    if output.status.success() {
-        Ok(())
-    } else {
-        Err(format!(
-            "{} failed ({}): {}",
-            describe(&command),
-            output.status,
-            String::from_utf8_lossy(&output.stderr).trim()
-        ))
     }
 }
 

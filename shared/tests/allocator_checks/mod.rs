@@ -130,20 +130,28 @@ pub fn child_variant() {
     println!("FAULTS={}", workload_faults());
 }
 
-fn run_child(variant: &str) -> u64 {
-    let output = Command::new(std::env::current_exe().expect("test binary"))
+/// This test binary run again for `child_variant` alone, with `env`: a fresh
+/// process, whose crash fails only the test that started it.
+pub fn child_output(env: &[(&str, &str)]) -> std::process::Output {
+    Command::new(std::env::current_exe().expect("test binary"))
         .args([
             "--exact",
             "child_variant",
             "--nocapture",
             "--test-threads=1",
         ])
-        .env("ARENA_CHILD", variant)
+        .envs(env.iter().copied())
+        .output()
+        .expect("child")
+}
+
+fn run_child(variant: &str) -> u64 {
+    let output = child_output(&[
+        ("ARENA_CHILD", variant),
         // Count 4 KiB faults: with transparent huge pages (which mimalloc asks
         // for at start-up) a 2 MiB region faults once, whatever pre-warming does.
-        .env("MIMALLOC_ALLOW_THP", "0")
-        .output()
-        .expect("child");
+        ("MIMALLOC_ALLOW_THP", "0"),
+    ]);
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(
         output.status.success(),

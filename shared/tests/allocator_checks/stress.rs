@@ -15,7 +15,6 @@
 //! long (default 3; the suite's bound).
 
 use std::cell::RefCell;
-use std::process::Command;
 use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
@@ -232,16 +231,7 @@ fn fresh_threads_round(first: u64) -> u64 {
 
 /// Run [`child`] in a child process and require that it ended well.
 pub fn threads_come_and_go_while_memory_crosses_them() {
-    let output = Command::new(std::env::current_exe().expect("test binary"))
-        .args([
-            "--exact",
-            "child_variant",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(CHILD, "1")
-        .output()
-        .expect("child");
+    let output = super::child_output(&[(CHILD, "1")]);
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
