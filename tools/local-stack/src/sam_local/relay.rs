@@ -10,6 +10,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 pub struct Relay {
     address: SocketAddr,
     stopped: Arc<AtomicBool>,
+    /// The listening socket, shut down to wake the accepting thread.
+    listener: TcpListener,
     accepting: Option<std::thread::JoinHandle<()>>,
 }
 
@@ -18,10 +20,13 @@ impl Relay {
     pub fn start(host: IpAddr, port: u16) -> Result<Self, String> {
         let listener = TcpListener::bind((host, 0)).map_err(|e| format!("relay on {host}: {e}"))?;
         let address = listener.local_addr().map_err(|e| e.to_string())?;
+        let accepting_on = listener
+            .try_clone()
+            .map_err(|e| format!("relay on {host}: {e}"))?;
         let stopped = Arc::new(AtomicBool::new(false));
         let stop = Arc::clone(&stopped);
         let accepting = std::thread::spawn(move || {
-            for inbound in listener.incoming() {
+            for inbound in accepting_on.incoming() {
                 if stop.load(Ordering::Acquire) {
                     break;
                 }
@@ -36,6 +41,7 @@ impl Relay {
         Ok(Self {
             address,
             stopped,
+            listener,
             accepting: Some(accepting),
         })
     }
@@ -49,11 +55,15 @@ impl Relay {
 impl Drop for Relay {
     fn drop(&mut self) {
         self.stopped.store(true, Ordering::Release);
-        // Wake the accepting thread so that it sees the flag, and wait until
-        // it has closed the port.
-        if TcpStream::connect(self.address).is_ok()
-            && let Some(accepting) = self.accepting.take()
-        {
+        // Shutting the listening socket down makes the blocked `accept` fail
+        // (Linux), so the thread sees the flag without a connection that might
+        // not be made; where that is refused (macOS), a connection wakes it.
+        // Once it has ended, dropping `listener` closes the port.
+        let woken = socket2::SockRef::from(&self.listener)
+            .shutdown(Shutdown::Both)
+            .is_ok()
+            || TcpStream::connect(self.address).is_ok();
+        if woken && let Some(accepting) = self.accepting.take() {
             let _ = accepting.join();
         }
     }
