@@ -25,7 +25,10 @@ const REPORTS_TABLE: &str = "ReportsTable";
 /// Sample orders `step` minutes apart (the samples wrap around after 30 days).
 fn valid_orders(step: u64) -> Vec<ValidOrder> {
     (0..ORDERS)
-        .map(|n| validate(testkit::orders::order(n * step)).expect("sample orders are valid"))
+        .map(|n| {
+            validate(order_processor_testkit::orders::order(n * step))
+                .expect("sample orders are valid")
+        })
         .collect()
 }
 

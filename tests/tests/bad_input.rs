@@ -17,6 +17,8 @@ use order_processor::error::RecordFailure;
 use order_processor::handler::{BatchReport, Handler, Outcome};
 use order_processor::order::Order;
 use order_processor::store::StoreError;
+use order_processor_testkit::dead_letters::MemoryDeadLetters;
+use order_processor_testkit::store::MemoryOrders;
 use password_hasher::calibration::Estimator;
 use password_hasher::config::Config as HasherConfig;
 use serde_json::value::RawValue;
@@ -24,8 +26,6 @@ use serde_json::{Value, json};
 use shared::invocation::Deadline;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
-use testkit::dead_letters::MemoryDeadLetters;
-use testkit::store::MemoryOrders;
 
 /// Lambda's limit on a synchronous request and on a response (6 MB).
 const LAMBDA_PAYLOAD_BYTES: usize = 6 * 1024 * 1024;
@@ -314,7 +314,7 @@ async fn order_body_case(case: &Case) {
             case.name
         )
     });
-    let control = |n| testkit::orders::body(n);
+    let control = |n| order_processor_testkit::orders::body(n);
     let records = vec![
         sqs_record("msg-before", &control(1)),
         sqs_record("msg-case", body),
@@ -412,7 +412,7 @@ async fn order_processor_answers_the_largest_batch_inside_the_response_limit() {
             // SQS message ids are UUIDs: 36 characters.
             let id = format!("00000000-0000-4000-8000-{n:012}");
             let body = if n % 2 == 0 {
-                testkit::orders::body(n)
+                order_processor_testkit::orders::body(n)
             } else {
                 format!("not an order {n}")
             };
@@ -770,7 +770,7 @@ async fn password_hasher_refuses_work_that_cannot_finish_before_hashing() {
 
 // ------------------------------------------------------------ arrow worker
 
-type ArrowHandler = arrow_worker::handler::Handler<testkit::arrow::MemoryStore>;
+type ArrowHandler = arrow_worker::handler::Handler<arrow_worker_testkit::orders::MemoryStore>;
 
 fn arrow_worker(items: Vec<StoredItem>) -> ArrowHandler {
     let max_rows: &'static str = ARROW_MAX_ROWS.to_string().leak();
@@ -782,7 +782,7 @@ fn arrow_worker(items: Vec<StoredItem>) -> ArrowHandler {
     ];
     let config = arrow_worker::config::Config::from_env(&env).expect("config");
     ArrowHandler::new(
-        testkit::arrow::MemoryStore::new(items, 1_000),
+        arrow_worker_testkit::orders::MemoryStore::new(items, 1_000),
         config,
         2,
         None,
@@ -793,10 +793,10 @@ fn arrow_worker(items: Vec<StoredItem>) -> ArrowHandler {
 fn distinct_customers(n: usize) -> Vec<StoredItem> {
     (0..n)
         .map(|i| {
-            testkit::arrow::order_item(
+            arrow_worker_testkit::orders::order_item(
                 &format!("cust-{i:06}"),
                 "EUR",
-                testkit::arrow::START_MS,
+                arrow_worker_testkit::orders::START_MS,
                 100,
                 1,
             )
@@ -845,7 +845,7 @@ fn generate_arrow_request(spec: &Value) -> (Vec<u8>, Option<Vec<StoredItem>>) {
         }
         Some("rows") => (
             json!({"operation": "aggregate", "query": {"group_by": "currency"}}),
-            Some(testkit::arrow::items(n("rows"), 50, 3)),
+            Some(arrow_worker_testkit::orders::items(n("rows"), 50, 3)),
         ),
         Some("distinct_customers") => {
             let request = if spec["segment"] == true {
@@ -904,7 +904,7 @@ async fn arrow_case(worker: &ArrowHandler, case: &Case) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn arrow_worker_corpus() {
-    let default = arrow_worker(testkit::arrow::items(2_000, 50, 7));
+    let default = arrow_worker(arrow_worker_testkit::orders::items(2_000, 50, 7));
     let cases = corpus("arrow-worker", |spec| generate_arrow_request(spec).0);
     for case in &cases {
         match generate_arrow_request_store(&case.spec) {
@@ -1035,7 +1035,7 @@ fn sqs_bodies_beyond_the_limit_are_refused_before_parsing() {
     let body = format!("{{{}", "x".repeat(SQS_MESSAGE_BYTES - 1));
     let err = order_processor::order::parse(&body).expect_err("too large");
     assert_eq!(err.class(), "too_large", "{err}");
-    let order: Order = testkit::orders::order(1);
+    let order: Order = order_processor_testkit::orders::order(1);
     let mut valid = serde_json::to_string(&order).expect("order");
     valid.push_str(&" ".repeat(order_processor::order::MAX_BODY_BYTES - valid.len()));
     assert!(order_processor::order::parse(&valid).is_ok());

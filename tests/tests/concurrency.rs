@@ -143,7 +143,9 @@ async fn several_pollers_feed_the_order_processor_side_by_side() {
     let source = order_source(&template);
     let (dynamodb, queues) = servers(&template, None, 30).await;
     let (orders, dead_letters, _) = queues.with_dead_letters(&source);
-    let bodies: Vec<String> = (0..ORDERS).map(testkit::orders::body).collect();
+    let bodies: Vec<String> = (0..ORDERS)
+        .map(order_processor_testkit::orders::body)
+        .collect();
     queues.send_all(orders, &bodies).await;
     let pool = e2e::pool(
         &template,

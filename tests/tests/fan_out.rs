@@ -48,7 +48,7 @@ async fn write_orders(client: &DynamoDb) {
         .map(|first| {
             let requests = (first..ORDERS.min(first + BATCH as u64))
                 .map(|n| {
-                    let mut order = testkit::orders::order(n);
+                    let mut order = order_processor_testkit::orders::order(n);
                     order.customer_id = format!("cust-{:06}", n / (ORDERS / CUSTOMERS));
                     assert!(ids.insert(order.order_id.clone()), "one order per id");
                     let order = validate(order).expect("sample orders are valid");
@@ -192,9 +192,10 @@ async fn the_state_machine_fans_out_over_16_and_64_segments_to_one_scans_answer(
     // The default limit (1,000 customers): about 0.5 MB, under Lambda's
     // response limit but over what a state holds: stored too, not refused
     // by Step Functions.
-    let execution = stack
-        .analytics
-        .run(&json!({"query": {"group_by": "customer"}, "total_segments": 16}));
+    let execution = stack.analytics.run(
+        e2e::REPORT,
+        &json!({"query": {"group_by": "customer"}, "total_segments": 16}),
+    );
     assert!(execution.succeeded(), "{execution:?}");
     let output = execution.output.clone().expect("output");
     let first_customers = stack.answer(&output).await;
@@ -253,7 +254,7 @@ async fn fan_out(stack: &Stack, query: &Value, total_segments: u32) -> Value {
     let started = Instant::now();
     let run = format!("fan-out-{total_segments}");
     let client = stack.analytics.client();
-    let arn = stack.analytics.state_machine_arn(LocalAnalytics::REPORT);
+    let arn = stack.analytics.state_machine_arn(e2e::REPORT);
     let input = json!({"query": query, "total_segments": total_segments});
     let started_arn = client
         .start_execution(arn, &input, Some(&run))
@@ -289,10 +290,13 @@ async fn a_state_past_256_kib_fails_the_execution_and_says_why() {
     // The input is within StartExecution's limit; the first state adds the
     // segment list to it and passes 256 KiB.
     let padding = "9".repeat(255 * 1024);
-    let execution = stack.analytics.run(&json!({
-        "query": {"group_by": "customer", "from": padding},
-        "total_segments": 1_000,
-    }));
+    let execution = stack.analytics.run(
+        e2e::REPORT,
+        &json!({
+            "query": {"group_by": "customer", "from": padding},
+            "total_segments": 1_000,
+        }),
+    );
     assert_eq!(execution.status, "FAILED", "{execution:?}");
     assert_eq!(execution.error.as_deref(), Some("States.DataLimitExceeded"));
     let cause = execution.cause.clone().unwrap_or_default();

@@ -38,6 +38,7 @@ use local_stack::jvm::Compiler;
 use local_stack::local_aws::function_env;
 use local_stack::process;
 use local_stack::template::SqsSource;
+use order_processor_testkit::orders::body;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::net::{Ipv4Addr, TcpListener};
@@ -45,7 +46,6 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
-use testkit::orders::body;
 
 // ------------------------------------------------------------------ scenarios
 

@@ -84,7 +84,7 @@ fn padded(seed: &[u8], len: usize) -> Vec<u8> {
 
 #[test]
 fn sqs_order_bodies() {
-    use testkit::fuzz::orders::{SIZE_LIMIT, VOCABULARY, check, seeds};
+    use order_processor_testkit::fuzz::{SIZE_LIMIT, VOCABULARY, check, seeds};
     let seeds: Vec<Vec<u8>> = events("order-processor").iter().flat_map(seeds).collect();
     let edges = vec![
         padded(&seeds[0], SIZE_LIMIT),
@@ -105,7 +105,7 @@ fn sqs_order_bodies() {
 
 #[test]
 fn hasher_requests_direct_and_function_url() {
-    use testkit::fuzz::hasher::{VOCABULARY, check, seeds};
+    use password_hasher_testkit::fuzz::{VOCABULARY, check, seeds};
     fuzz(&Target {
         name: "hasher request",
         seeds: seeds(&events("password-hasher")),
@@ -119,7 +119,7 @@ fn hasher_requests_direct_and_function_url() {
 
 #[test]
 fn arrow_worker_requests() {
-    use testkit::fuzz::arrow::{VOCABULARY, check_request, request_seeds};
+    use arrow_worker_testkit::fuzz::{VOCABULARY, check_request, request_seeds};
     fuzz(&Target {
         name: "arrow request",
         seeds: request_seeds(&events("arrow-worker")),
@@ -133,7 +133,7 @@ fn arrow_worker_requests() {
 
 #[test]
 fn dynamodb_items_read_back() {
-    use testkit::fuzz::arrow::{check_items, item_seeds};
+    use arrow_worker_testkit::fuzz::{check_items, item_seeds};
     fuzz(&Target {
         name: "dynamodb items",
         seeds: item_seeds(),

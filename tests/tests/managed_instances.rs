@@ -331,7 +331,7 @@ fn with_order_pollers() -> Template {
 fn orders_twice_in_flight(invalid: &[String]) -> Vec<String> {
     let bodies: Vec<String> = (0..ORDERS)
         .chain((0..SENT_TWICE).map(|n| n * 4))
-        .map(testkit::orders::body)
+        .map(order_processor_testkit::orders::body)
         .collect();
     let all = bodies.len() + invalid.len();
     e2e::mixed(bodies, invalid, all)

@@ -156,7 +156,9 @@ async fn a_leaking_order_processor_is_killed_at_its_limit_and_its_batch_comes_ba
     let source = order_source(&template);
     let (dynamodb, queues) = servers(&template, None, LEAK_VISIBILITY_S).await;
     let (orders, dead_letters, _) = queues.with_dead_letters(&source);
-    let bodies: Vec<String> = (0..LEAK_ORDERS).map(testkit::orders::body).collect();
+    let bodies: Vec<String> = (0..LEAK_ORDERS)
+        .map(order_processor_testkit::orders::body)
+        .collect();
     queues.send_all(orders, &bodies).await;
     let mut env = servers_env(&dynamodb, &queues);
     env.push(("LEAK_MIB", LEAK_MIB));

@@ -7,10 +7,10 @@ use local_stack::jvm::Compiler;
 use order_processor::config::Config;
 use order_processor::dynamodb::DynamoStore;
 use order_processor::handler::{Handler, Outcome};
+use order_processor_testkit::dead_letters::{self, MemoryDeadLetters};
 use shared::invocation::Deadline;
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
-use testkit::dead_letters::{self, MemoryDeadLetters};
 
 const TABLE: &str = "OrdersTable";
 
@@ -178,7 +178,10 @@ async fn stored_items_are_compared_in_their_own_hash_version() {
     create_tables(&ddb).await;
     let records = sample_records(0..2);
     let orders: Vec<_> = (0..2)
-        .map(|n| order_processor::order::validate(testkit::orders::order(n)).expect("valid"))
+        .map(|n| {
+            order_processor::order::validate(order_processor_testkit::orders::order(n))
+                .expect("valid")
+        })
         .collect();
     let v0 = content_hash::hash(&orders[0].order, orders[0].created_at_ms, 0).expect("v0");
     let mut first_release = order_processor::dynamodb::item(&orders[0]);

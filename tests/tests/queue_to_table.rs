@@ -24,8 +24,10 @@ async fn five_hundred_orders_end_with_the_valid_ones_stored_and_the_invalid_dead
     let (orders, dead_letters, _) = queues.with_dead_letters(&source);
 
     let invalid = invalid_bodies(5);
-    let mut bodies: Vec<String> = (0..VALID).map(testkit::orders::body).collect();
-    bodies.extend((0..DUPLICATES).map(|n| testkit::orders::body(n * 7)));
+    let mut bodies: Vec<String> = (0..VALID)
+        .map(order_processor_testkit::orders::body)
+        .collect();
+    bodies.extend((0..DUPLICATES).map(|n| order_processor_testkit::orders::body(n * 7)));
     bodies.extend(invalid.iter().cloned());
     assert_eq!(bodies.len(), 500);
     // A fixed shuffle (7 is coprime to 500) so that batches mix valid,
@@ -86,7 +88,7 @@ async fn a_fifo_poison_message_goes_alone_to_the_dead_letter_queue_and_its_group
     assert!(orders.spec.fifo && dead_letters.spec.fifo);
 
     let poison = poison();
-    let valid = |n: u64| testkit::orders::body(n);
+    let valid = |n: u64| order_processor_testkit::orders::body(n);
     let sent = [
         ("A", valid(1)),
         ("B", valid(11)),
@@ -136,7 +138,7 @@ async fn a_fifo_poison_message_goes_alone_to_the_dead_letter_queue_and_its_group
 /// A sample order whose total does not match its items: valid JSON, invalid order.
 fn poison() -> String {
     let mut order: serde_json::Value =
-        serde_json::from_str(&testkit::orders::body(2)).expect("sample");
+        serde_json::from_str(&order_processor_testkit::orders::body(2)).expect("sample");
     order["total_cents"] = 1.into();
     order.to_string()
 }
@@ -184,7 +186,7 @@ fn assert_each_group_stored_in_order(logs: &str) {
         .filter(|l| l["message"] == "order stored")
         .filter_map(|l| l["order_id"].as_str().map(str::to_owned))
         .collect();
-    let id = |n: u64| testkit::orders::order(n).order_id;
+    let id = |n: u64| order_processor_testkit::orders::order(n).order_id;
     for group in [[1, 3, 4].as_slice(), &[11, 12, 13, 14]] {
         let ids: Vec<String> = group.iter().map(|n| id(*n)).collect();
         let seen: Vec<&String> = stored_in_order.iter().filter(|o| ids.contains(o)).collect();

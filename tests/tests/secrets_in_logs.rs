@@ -236,7 +236,7 @@ fn not_json(emulator: &Emulator) -> Vec<String> {
 
 /// An order of customer `cust-<marker>-<n>`.
 fn order_body(n: u64) -> String {
-    let mut order = testkit::orders::order(n);
+    let mut order = order_processor_testkit::orders::order(n);
     order.order_id = format!("ord-secret-{n:04}");
     order.customer_id = format!("cust-{ORDER_MARKER}-{n}");
     serde_json::to_string(&order).expect("order")

@@ -211,7 +211,7 @@ fn the_templates_report_state_machine_answers_as_one_invocation_does() {
     let store = OrderStore::new(dynamodb.server.client(), "OrdersTable");
     runtime.block_on(async {
         for n in 0..ORDERS {
-            let order = order_processor::order::validate(testkit::orders::order(n))
+            let order = order_processor::order::validate(order_processor_testkit::orders::order(n))
                 .expect("sample orders are valid");
             assert_eq!(
                 store.put_order(&order).await.expect("put"),
@@ -239,17 +239,11 @@ fn the_templates_report_state_machine_answers_as_one_invocation_does() {
     assert!(direct.get("errorType").is_none(), "{direct}");
     assert_eq!(direct["rows"]["matched"], json!(ORDERS), "{direct}");
 
-    let report = analytics.run(&json!({"query": {"group_by": "customer"}, "total_segments": 4}));
-    assert!(
-        report.succeeded(),
-        "{report:?}\n{}",
-        pool.logs()
-            .lines()
-            .rev()
-            .take(20)
-            .collect::<Vec<_>>()
-            .join("\n")
+    let report = analytics.run(
+        e2e::REPORT,
+        &json!({"query": {"group_by": "customer"}, "total_segments": 4}),
     );
+    assert!(report.succeeded(), "{report:?}\n{}", last_lines(&pool, 20));
     let output = report.output.expect("output");
     assert_eq!(output["groups"], direct["groups"], "{output}");
     assert_eq!(output["rows"], direct["rows"], "{output}");
@@ -262,7 +256,10 @@ fn the_templates_report_state_machine_answers_as_one_invocation_does() {
 
     // A segment the worker refuses fails the execution with its errorType,
     // its message in the cause (InvalidRequest is not retried).
-    let refused = analytics.run(&json!({"query": {"group_by": "sku"}, "total_segments": 4}));
+    let refused = analytics.run(
+        e2e::REPORT,
+        &json!({"query": {"group_by": "sku"}, "total_segments": 4}),
+    );
     assert_eq!(refused.status, "FAILED", "{refused:?}");
     assert_eq!(
         refused.error.as_deref(),
@@ -278,6 +275,12 @@ fn the_templates_report_state_machine_answers_as_one_invocation_does() {
             .is_some_and(|m| m.contains("sku")),
         "{cause}"
     );
+}
+
+/// The last `n` lines of the logs of `pool`'s environments, newest first.
+fn last_lines(pool: &local_stack::pool::Pool, n: usize) -> String {
+    let logs = pool.logs();
+    logs.lines().rev().take(n).collect::<Vec<_>>().join("\n")
 }
 
 #[test]
@@ -341,7 +344,7 @@ fn a_day_too_large_for_one_invocation_is_reported_by_the_state_machine(
         .as_str()
         .unwrap_or_else(|| panic!("no fan-out: {started}"));
     assert_eq!(started["fanned_out"][0]["total_segments"], json!(4));
-    let machine = analytics.state_machine_arn(LocalAnalytics::REPORT);
+    let machine = analytics.state_machine_arn(e2e::REPORT);
     let execution = format!(
         "{}:{name}",
         machine.replacen(":stateMachine:", ":execution:", 1)
@@ -388,6 +391,7 @@ fn a_day_too_large_for_one_invocation_is_reported_by_the_state_machine(
 /// the run answers as one invocation (`direct`) does.
 fn any_execution_name_names_a_run(analytics: &LocalAnalytics, direct: &Value) {
     let named = analytics.run_named(
+        e2e::REPORT,
         &json!({"query": {"group_by": "customer"}, "total_segments": 2}),
         "report@2026+11=a(b)-über",
     );

@@ -12,7 +12,9 @@
 //!    function builds and deploys alone, and dev tooling never ships in a
 //!    Lambda zip.
 //! 2. Every member takes each dependency (version or path) from the root
-//!    `[workspace.dependencies]`: one version of each crate, one place to bump it.
+//!    `[workspace.dependencies]`: one version of each crate, one place to bump
+//!    it. A path into a function's folder (the function, its test-only crates)
+//!    is written where it is used: the root table may name none (rule 16).
 //! 3. `unsafe` only in the files of [`UNSAFE_ALLOWED`], each use explained by a
 //!    `// SAFETY:` comment on its line or the 3 above; no `static mut` at all.
 //! 4. Every module of a production crate (`shared`, `functions/*`) serves
@@ -163,15 +165,19 @@ fn dependency_offences(packages: &[Package]) -> Vec<String> {
 /// into the function's own folder.
 const TOOLS_ON_FUNCTIONS: &[(&str, &str)] = &[
     ("e2e", "arrow-worker"),
+    ("e2e", "arrow-worker-testkit"),
     ("e2e", "order-processor"),
+    ("e2e", "order-processor-testkit"),
     ("e2e", "password-hasher"),
+    ("e2e", "password-hasher-testkit"),
+    ("lab", "arrow-worker-testkit"),
     ("lab", "order-processor"),
+    ("lab", "order-processor-testkit"),
     ("lab-probes", "arrow-worker"),
+    ("lab-probes", "arrow-worker-testkit"),
     ("lab-probes", "order-processor"),
+    ("lab-probes", "order-processor-testkit"),
     ("lab-probes", "password-hasher"),
-    ("testkit", "arrow-worker"),
-    ("testkit", "order-processor"),
-    ("testkit", "password-hasher"),
 ];
 
 /// Rule 16: members other than functions depending on a function crate, and
@@ -179,11 +185,11 @@ const TOOLS_ON_FUNCTIONS: &[(&str, &str)] = &[
 fn tool_offences(packages: &[Package], root_manifest: &str) -> Vec<String> {
     let function_dirs: BTreeMap<&str, &str> = packages
         .iter()
-        .filter(|p| is_function(&p.dir))
+        .filter(|p| in_function_folder(&p.dir))
         .map(|p| (p.name.as_str(), p.dir.as_str()))
         .collect();
     let mut offences = vec![];
-    for p in packages.iter().filter(|p| !is_function(&p.dir)) {
+    for p in packages.iter().filter(|p| !in_function_folder(&p.dir)) {
         for (dep, kind, key) in &p.members_used {
             let excepted = TOOLS_ON_FUNCTIONS.contains(&(p.name.as_str(), dep.as_str()));
             if function_dirs.contains_key(dep.as_str()) && !excepted {
@@ -242,6 +248,23 @@ fn xtask_offences(packages: &[Package]) -> Vec<String> {
 }
 
 /// Rule 2, on one member's `Cargo.toml`.
+/// The folder `to` names, relative to the folder of the manifest `manifest`
+/// (both relative to the root), without `.` and `..`.
+fn joined(manifest: &str, to: &str) -> String {
+    let mut parts: Vec<&str> = manifest.split('/').collect();
+    parts.pop();
+    for part in to.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                parts.pop();
+            }
+            part => parts.push(part),
+        }
+    }
+    parts.join("/")
+}
+
 fn manifest_offences(path: &str, manifest: &str) -> Vec<String> {
     let doc = match DeTable::parse(manifest) {
         Ok(doc) => doc.into_inner(),
@@ -270,7 +293,11 @@ fn manifest_offences(path: &str, manifest: &str) -> Vec<String> {
                         .collect::<Vec<_>>();
                     let workspace =
                         matches!(value_at(spec, "workspace"), Some(DeValue::Boolean(true)));
+                    let into_function_folder = own == ["path"]
+                        && matches!(value_at(spec, "path"), Some(DeValue::String(to))
+                            if in_function_folder(&joined(path, to)));
                     match (own.is_empty(), workspace) {
+                        _ if into_function_folder => continue,
                         (true, true) => continue,
                         (true, false) => "lacks `workspace = true`".to_string(),
                         (false, _) => format!("sets its own {}", own.join(", ")),
@@ -1330,7 +1357,15 @@ fn cargo_stdout(dir: &Path, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// A function's own crate: `functions/<name>`.
 fn is_function(dir: &str) -> bool {
+    dir.strip_prefix("functions/")
+        .is_some_and(|name| !name.is_empty() && !name.contains('/'))
+}
+
+/// A crate inside a function's folder: the function's own, or one of its
+/// test-only crates (`functions/<name>/testkit`), which go when it goes.
+fn in_function_folder(dir: &str) -> bool {
     dir.starts_with("functions/")
 }
 
@@ -1690,8 +1725,8 @@ mod planted {
     fn a_version_outside_the_root_table_is_reported() {
         let manifest = "[package]\nname = \"x\"\n\n[dependencies]\nserde.workspace = true\nfoo = \"1\"\n\
             tokio = { workspace = true, features = [\"sync\"] }\nbar = { version = \"2\", workspace = true }\n\n\
-            [dev-dependencies]\ntestkit = { path = \"../testkit\" }\n\n[target.'cfg(unix)'.dependencies]\n\
-            libc = { optional = true }\n";
+            [dev-dependencies]\ntestkit = { path = \"../../tools/testkit\" }\nx-testkit = { path = \"testkit\" }\n\n\
+            [target.'cfg(unix)'.dependencies]\nlibc = { optional = true }\n";
         let offences = manifest_offences("functions/x/Cargo.toml", manifest);
         let heads: Vec<&str> = offences
             .iter()
@@ -1703,7 +1738,7 @@ mod planted {
                 "functions/x/Cargo.toml:8: [dependencies] `bar` sets its own version",
                 "functions/x/Cargo.toml:6: [dependencies] `foo` pins its own version \"1\"",
                 "functions/x/Cargo.toml:11: [dev-dependencies] `testkit` sets its own path",
-                "functions/x/Cargo.toml:14: [target.cfg(unix).dependencies] `libc` lacks `workspace = true`",
+                "functions/x/Cargo.toml:15: [target.cfg(unix).dependencies] `libc` lacks `workspace = true`",
             ]
         );
     }

@@ -76,8 +76,8 @@ async fn an_order_sent_with_a_trace_header_is_one_trace_from_the_queue_to_its_pu
     let (orders, _, _) = queues.with_dead_letters(&source);
 
     let (header, producer_trace) = producer_header();
-    let order = testkit::orders::order(7);
-    let body = testkit::orders::body(7);
+    let order = order_processor_testkit::orders::order(7);
+    let body = order_processor_testkit::orders::body(7);
     send_traced(&queues.client, &orders.url, &body, &header).await;
 
     let address = daemon.address().to_string();
@@ -254,7 +254,7 @@ async fn a_state_machine_run_is_one_trace_with_every_segment_and_the_merge() {
     analytics.start(&api.endpoint());
     let client = analytics.client();
     let input = serde_json::json!({"query": {"group_by": "customer"}, "total_segments": SEGMENTS});
-    let arn = analytics.state_machine_arn(LocalAnalytics::REPORT);
+    let arn = analytics.state_machine_arn(e2e::REPORT);
     let started = client
         .start_execution(arn, &input, None)
         .unwrap_or_else(|e| panic!("{e}"));

@@ -1,6 +1,6 @@
 //! Where orders are read from and answers written to: the [`Store`] trait,
 //! implemented on AWS by `aws.rs` (DynamoDB tables, the S3 bucket) and in
-//! memory by the dev-only `testkit::arrow::MemoryStore`, so the handler's logic
+//! memory by the dev-only `arrow_worker_testkit::orders::MemoryStore`, so the handler's logic
 //! runs without a network.
 
 use crate::columns::Item;

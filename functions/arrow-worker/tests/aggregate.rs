@@ -6,7 +6,7 @@ use arrow_worker::aggregate::aggregate;
 use arrow_worker::answer::{Money, Stats};
 use arrow_worker::columns::to_batch;
 use arrow_worker::query::{GroupBy, Window};
-use testkit::arrow::order_item;
+use arrow_worker_testkit::orders::order_item;
 
 fn batch(rows: &[(&str, i64, u64, u64)]) -> RecordBatch {
     let items: Vec<_> = rows

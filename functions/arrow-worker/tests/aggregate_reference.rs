@@ -7,10 +7,10 @@ use arrow_worker::columns::{Item, day_of};
 use arrow_worker::config::Config;
 use arrow_worker::handler::Handler;
 use arrow_worker::query::{GroupBy, MAX_LIMIT, Query, Segment};
+use arrow_worker_testkit::orders::{MemoryStore, order_item};
 use proptest::prelude::*;
 use shared::orders::{MAX_AMOUNT_CENTS, MAX_TOTAL_QUANTITY};
 use std::collections::BTreeMap;
-use testkit::arrow::{MemoryStore, order_item};
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 

@@ -3,10 +3,10 @@
 
 use arrow_worker::columns::{Flaw, day_of, read, schema, to_batch};
 use arrow_worker::query::GroupBy;
+use arrow_worker_testkit::orders::order_item;
 use aws_sdk_dynamodb::types::AttributeValue;
 use shared::orders::attr;
 use std::collections::HashMap;
-use testkit::arrow::order_item;
 
 #[test]
 fn well_formed_items_become_rows_keyed_by_the_grouping() {

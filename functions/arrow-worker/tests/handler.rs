@@ -5,9 +5,9 @@
 use arrow_worker::columns::Item;
 use arrow_worker::config::Config;
 use arrow_worker::handler::Handler;
+use arrow_worker_testkit::orders::{self as arrow, MemoryStore};
 use lambda_runtime::{Diagnostic, LambdaEvent};
 use serde_json::{Value, json};
-use testkit::arrow::{self, MemoryStore};
 
 /// A handler over `items`, and its store (a clone sharing the saved reports).
 fn handler(items: Vec<Item>) -> (Handler<MemoryStore>, MemoryStore) {

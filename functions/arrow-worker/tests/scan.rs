@@ -6,9 +6,9 @@ use arrow_worker::budget::RowBudget;
 use arrow_worker::query::GroupBy;
 use arrow_worker::scan::scan;
 use arrow_worker::store::Source;
+use arrow_worker_testkit::orders::{self as arrow, MemoryStore};
 use shared::invocation::Deadline;
 use std::collections::HashMap;
-use testkit::arrow::{self, MemoryStore};
 
 /// A deadline no test reaches.
 fn far() -> Deadline {

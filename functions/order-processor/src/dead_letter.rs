@@ -1,7 +1,7 @@
 //! Where records that can never succeed go: a trait, so the handler is tested
 //! without a network. `sqs.rs` is the real implementation (the queue at
 //! `DEAD_LETTER_QUEUE_URL`); the tests use the in-memory one in
-//! `testkit::dead_letters`.
+//! `order_processor_testkit::dead_letters`.
 //!
 //! A dead letter is the record as it came (body, message attributes) plus
 //! three attributes saying why: [`attr::FAILURE_CLASS`] (the metric class,

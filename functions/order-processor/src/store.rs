@@ -1,6 +1,6 @@
 //! Where orders are stored: a trait, so the handler is tested without a network.
 //! `dynamodb.rs` is the real implementation; the tests, the fuzz checks and the
-//! lab use the in-memory one in `testkit::store`.
+//! lab use the in-memory one in `order_processor_testkit::store`.
 
 use crate::order::ValidOrder;
 use std::future::Future;

@@ -8,6 +8,7 @@ use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
 use order_processor::config::Config;
 use order_processor::dynamodb::{CONNECTION_CHECK_ID, DynamoStore};
 use order_processor::handler::{BatchReport, Handler, Outcome};
+use order_processor_testkit::dead_letters::{self, MemoryDeadLetters};
 use serde_json::{Value, json};
 use shared::invocation::Deadline;
 use std::collections::HashMap;
@@ -15,7 +16,6 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
-use testkit::dead_letters::{self, MemoryDeadLetters};
 
 /// What the fake answers a request: the operation (`PutItem`) and the JSON
 /// body in, an HTTP status and a JSON body out.

@@ -1,6 +1,6 @@
 //! The handler's batch semantics through `Handler::process` and
-//! `Handler::handle`, with the in-memory store of `testkit::store` and
-//! dead-letter queue of `testkit::dead_letters`: which records are
+//! `Handler::handle`, with the in-memory store of `order_processor_testkit::store` and
+//! dead-letter queue of `order_processor_testkit::dead_letters`: which records are
 //! acknowledged, dead-lettered or reported failed, the cache, FIFO lanes,
 //! panics, retries and the deadline.
 
@@ -11,11 +11,11 @@ use order_processor::dead_letter::{DeadLetter, DeadLetters, Fifo, attr};
 use order_processor::error::Error;
 use order_processor::handler::{BatchReport, Handler, Outcome};
 use order_processor::store::StoreError;
+use order_processor_testkit::dead_letters::{self, MemoryDeadLetters};
+use order_processor_testkit::store::MemoryOrders;
 use shared::invocation::Deadline;
 use std::collections::HashMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
-use testkit::dead_letters::{self, MemoryDeadLetters};
-use testkit::store::MemoryOrders;
 use tokio::time::Instant;
 
 type TestHandler = Handler<MemoryOrders, MemoryDeadLetters>;

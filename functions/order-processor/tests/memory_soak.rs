@@ -10,11 +10,11 @@
 use aws_lambda_events::sqs::SqsMessage;
 use order_processor::config::Config;
 use order_processor::handler::Handler;
+use order_processor_testkit::dead_letters::{self, MemoryDeadLetters};
+use order_processor_testkit::store::MemoryOrders;
 use shared::allocator::{self, Policy};
 use shared::invocation::Deadline;
 use std::time::{Duration, Instant};
-use testkit::dead_letters::{self, MemoryDeadLetters};
-use testkit::store::MemoryOrders;
 
 // The allocator the order processor's `main.rs` declares.
 shared::global_allocator!(Mimalloc);
@@ -24,7 +24,10 @@ const WARM_UP: u64 = 20_000;
 const GROWTH_BOUND: u64 = 4 << 20;
 
 fn batch(first: u64) -> Vec<SqsMessage> {
-    testkit::orders::records(first..first + 10, testkit::orders::body)
+    order_processor_testkit::orders::records(
+        first..first + 10,
+        order_processor_testkit::orders::body,
+    )
 }
 
 #[tokio::test]

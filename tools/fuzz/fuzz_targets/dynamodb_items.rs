@@ -1,6 +1,6 @@
 //! Fuzz target: DynamoDB items read back by the Arrow worker (bytes decoded into attribute maps).
 #![no_main]
 
-use testkit::fuzz::arrow::check_items as check;
+use arrow_worker_testkit::fuzz::check_items as check;
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| parsers_fuzz::bounded(data, check));

@@ -1,6 +1,6 @@
 //! Fuzz target: the SQS order body (bytes, as an SQS event would carry them).
 #![no_main]
 
-use testkit::fuzz::orders::check;
+use order_processor_testkit::fuzz::check;
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| parsers_fuzz::bounded(data, check));

@@ -1,5 +1,5 @@
 //! What every fuzz target shares: the call of a target's checks (defined once,
-//! in `testkit::fuzz`, and also run by the suite's
+//! in each function's `testkit` (`fuzz`), and also run by the suite's
 //! proptest harness), bounded in time. libFuzzer bounds the rest: `run.sh`
 //! gives it `-timeout` (a call that never returns) and `-rss_limit_mb` (peak
 //! RSS); a panic anywhere, even one caught inside the code under test, aborts

@@ -436,7 +436,7 @@ fn password_hasher_plan(hash_event: String) -> FunctionPlan {
 /// A day's report, the sample event `by_customer` over the typical table,
 /// and every customer over the large one; in every pre-warm variant.
 fn arrow_worker_plan(typical_orders: u64, large_orders: u64, by_customer: String) -> FunctionPlan {
-    let day = |n: u64| testkit::orders::order(n).created_at[..10].to_owned();
+    let day = |n: u64| order_processor_testkit::orders::order(n).created_at[..10].to_owned();
     // The last day of the typical table: its fewest orders.
     let small_day = day(typical_orders - 1);
     let daily = json!({ "operation": "daily_report", "day": small_day }).to_string();
@@ -484,8 +484,8 @@ fn arrow_worker_plan(typical_orders: u64, large_orders: u64, by_customer: String
 /// An SQS event of `count` valid orders from `first`, each of `items` items
 /// (1 keeps the sample's own).
 fn orders_event(first: u64, count: u64, items: usize) -> String {
-    let records = testkit::orders::records(first..first + count, |n| {
-        let mut order = testkit::orders::order(n);
+    let records = order_processor_testkit::orders::records(first..first + count, |n| {
+        let mut order = order_processor_testkit::orders::order(n);
         if items > 1 {
             let item = order.items[0].clone();
             order.items = vec![item; items];
@@ -543,7 +543,7 @@ impl Stack {
             // Valid orders send no dead letters; the order processor needs a URL.
             (
                 "DEAD_LETTER_QUEUE_URL",
-                testkit::dead_letters::QUEUE_URL.to_owned(),
+                order_processor_testkit::dead_letters::QUEUE_URL.to_owned(),
             ),
         ];
         let borrowed: Vec<(&str, &str)> = endpoints.iter().map(|(k, v)| (*k, v.as_str())).collect();

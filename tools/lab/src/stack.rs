@@ -85,7 +85,7 @@ impl Tables {
         let store = DynamoStore::new(self.dynamodb.client(), "OrdersTable");
         let orders = range
             .map(|n| {
-                let mut order = testkit::orders::order(n);
+                let mut order = order_processor_testkit::orders::order(n);
                 order.customer_id = format!("cust-{:07}", n / ORDERS_PER_CUSTOMER);
                 if let Some(at) = created_at(n) {
                     order.created_at = at;

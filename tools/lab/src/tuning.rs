@@ -82,7 +82,10 @@ pub fn workloads() -> Result<Vec<Workload>, String> {
             steady: 5,
             // A queue URL its settings accept; valid orders send no dead
             // letters (and SQS calls go to the closed local endpoint).
-            env: vec![("DEAD_LETTER_QUEUE_URL", testkit::dead_letters::QUEUE_URL)],
+            env: vec![(
+                "DEAD_LETTER_QUEUE_URL",
+                order_processor_testkit::dead_letters::QUEUE_URL,
+            )],
             // After the orders of the Arrow worker's table.
             event: Box::new(|n| orders_event(TABLE_ORDERS + n * BATCH_ORDERS)),
         },
@@ -100,7 +103,10 @@ pub fn workloads() -> Result<Vec<Workload>, String> {
 
 /// An SQS event of [`BATCH_ORDERS`] sample orders from `first`.
 fn orders_event(first: u64) -> String {
-    let records = testkit::orders::records(first..first + BATCH_ORDERS, testkit::orders::body);
+    let records = order_processor_testkit::orders::records(
+        first..first + BATCH_ORDERS,
+        order_processor_testkit::orders::body,
+    );
     json!({ "Records": records }).to_string()
 }
 

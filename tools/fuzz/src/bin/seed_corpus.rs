@@ -39,23 +39,23 @@ fn write_all(events: &Path, corpus: &Path, dict: &Path) -> Result<(), String> {
             "order_body",
             orders
                 .iter()
-                .flat_map(testkit::fuzz::orders::seeds)
+                .flat_map(order_processor_testkit::fuzz::seeds)
                 .collect(),
-            testkit::fuzz::orders::VOCABULARY,
+            order_processor_testkit::fuzz::VOCABULARY,
         ),
         (
             "hasher_request",
-            testkit::fuzz::hasher::seeds(&hasher),
-            testkit::fuzz::hasher::VOCABULARY,
+            password_hasher_testkit::fuzz::seeds(&hasher),
+            password_hasher_testkit::fuzz::VOCABULARY,
         ),
         (
             "arrow_request",
-            testkit::fuzz::arrow::request_seeds(&arrow),
-            testkit::fuzz::arrow::VOCABULARY,
+            arrow_worker_testkit::fuzz::request_seeds(&arrow),
+            arrow_worker_testkit::fuzz::VOCABULARY,
         ),
         (
             "dynamodb_items",
-            testkit::fuzz::arrow::item_seeds(),
+            arrow_worker_testkit::fuzz::item_seeds(),
             &[],
         ),
     ];

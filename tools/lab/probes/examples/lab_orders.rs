@@ -15,13 +15,13 @@
 
 use order_processor::config::Config;
 use order_processor::handler::Handler;
+use order_processor_testkit::dead_letters::MemoryDeadLetters;
+use order_processor_testkit::orders as sample;
+use order_processor_testkit::store::MemoryOrders;
 use shared::allocator::{self, Policy};
 use shared::config::ProcessEnv;
 use shared::invocation::Deadline;
 use std::time::{Duration, Instant};
-use testkit::dead_letters::MemoryDeadLetters;
-use testkit::orders as sample;
-use testkit::store::MemoryOrders;
 
 /// Most RSS samples per phase without gaps (a burst is sampled evenly).
 const SAMPLES_PER_BURST: u64 = 500;

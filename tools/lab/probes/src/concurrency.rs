@@ -3,18 +3,18 @@
 //! function does, driven by a fixed number of clients at a time.
 
 use arrow_worker::config::Config as ArrowConfig;
+use arrow_worker_testkit::orders::MemoryStore;
 use lambda_runtime::{Context, Diagnostic, LambdaEvent};
 use order_processor::config::Config as OrdersConfig;
+use order_processor_testkit::dead_letters::MemoryDeadLetters;
+use order_processor_testkit::orders as sample;
+use order_processor_testkit::store::MemoryOrders;
 use serde_json::{Value, json};
 use shared::config::{Env, number_or};
 use shared::invocation::Deadline;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
-use testkit::arrow::MemoryStore;
-use testkit::dead_letters::MemoryDeadLetters;
-use testkit::orders as sample;
-use testkit::store::MemoryOrders;
 
 /// The hasher's request: the sample event's (its first password, its cost).
 const HASH_EVENT: &str = include_str!("../../../../events/password-hasher/hash.json");
@@ -65,7 +65,7 @@ impl Work {
                 let (init, config) = shared::start(env, ArrowConfig::from_env).map_err(text)?;
                 let rows = number_or(env, "ROWS", 20_000, 1..=10_000_000).map_err(text)?;
                 let rows = usize::try_from(rows).map_err(text)?;
-                let items = testkit::arrow::items(rows, (rows as u64 / 8).max(1), 7);
+                let items = arrow_worker_testkit::orders::items(rows, (rows as u64 / 8).max(1), 7);
                 let store = MemoryStore::new(items, PAGE).with_page_latency(store_time);
                 let workers = init.vcpus.workers;
                 let handler = arrow_worker::handler::Handler::new(store, config, workers, None);

@@ -5,10 +5,10 @@
 
 use arrow_worker::config::Config;
 use arrow_worker::handler::Handler;
+use arrow_worker_testkit::orders::{self as arrow, MemoryStore};
 use shared::allocator::{self, Policy};
 use shared::arena;
 use std::time::{Duration, Instant};
-use testkit::arrow::{self, MemoryStore};
 
 /// One invocation's cost.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -12,7 +12,7 @@
 //! A violated property comes back as `Err(what)`; a panic of the code under
 //! test is left to propagate, so the engine sees it.
 
-use crate::arrow::{self, DAY_MS, MemoryStore, START_MS};
+use crate::orders::{self, DAY_MS, MemoryStore, START_MS};
 use arrow_worker::aggregate::aggregate;
 use arrow_worker::answer::{Answer, Group, Money, Rows, Skipped, Stats};
 use arrow_worker::columns::{self, Flaw, Item, PROJECTION, Row, day_of};
@@ -131,7 +131,12 @@ pub fn check_request(data: &[u8]) -> Result<(), String> {
     }
     let config = Config::from_env(&[("TABLE_NAME", "orders"), ("REPORTS_TABLE", "reports")])
         .map_err(|e| e.to_string())?;
-    let handler = Handler::new(MemoryStore::new(arrow::items(20, 5, 1), 4), config, 2, None);
+    let handler = Handler::new(
+        MemoryStore::new(orders::items(20, 5, 1), 4),
+        config,
+        2,
+        None,
+    );
     // The handler's deadline needs tokio's timer.
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_time()
@@ -504,15 +509,15 @@ pub fn encode_items(group_by: GroupBy, items: &[Item]) -> Vec<u8> {
 /// Sample orders as stored, by each grouping, and items at the limits.
 pub fn item_seeds() -> Vec<Vec<u8>> {
     let mut edge = vec![
-        arrow::order_item("c", "EUR", 0, 0, 1),
-        arrow::order_item(
+        orders::order_item("c", "EUR", 0, 0, 1),
+        orders::order_item(
             &"c".repeat(MAX_ID_LEN),
             "JPY",
             -1,
             MAX_AMOUNT_CENTS,
             MAX_TOTAL_QUANTITY,
         ),
-        arrow::order_item("c", "eur", i64::MAX, MAX_AMOUNT_CENTS + 1, 0),
+        orders::order_item("c", "eur", i64::MAX, MAX_AMOUNT_CENTS + 1, 0),
     ];
     edge[2].remove(attr::TOTAL_QUANTITY);
     [GroupBy::Customer, GroupBy::Day, GroupBy::Currency]
@@ -520,7 +525,7 @@ pub fn item_seeds() -> Vec<Vec<u8>> {
         .enumerate()
         .flat_map(|(i, group_by)| {
             [
-                encode_items(group_by, &arrow::items(6, 3, i as u64)),
+                encode_items(group_by, &orders::items(6, 3, i as u64)),
                 encode_items(group_by, &edge),
             ]
         })
@@ -606,7 +611,7 @@ mod tests {
 
     #[test]
     fn encoded_items_decode_to_themselves() {
-        let items = arrow::items(5, 2, 7);
+        let items = orders::items(5, 2, 7);
         let (group_by, window, decoded) = decode_items(&encode_items(GroupBy::Day, &items));
         assert_eq!(group_by, GroupBy::Day);
         assert!(window.is_unbounded());
