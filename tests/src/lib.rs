@@ -1,263 +1,52 @@
-//! What the end-to-end flows of the sample functions share, on top of the
-//! generic harness (`testkit`, re-exported): sample orders on the queue, what
-//! the table must hold after them, orders written for the Arrow worker.
+//! The end-to-end suite's library: the generic harness (`testkit`,
+//! re-exported) and the local stack's test function (`src/bin`), on which
+//! the stack's own behaviours are tested, so that they hold whatever
+//! functions a project keeps. Each sample's own flows are in its folder
+//! (`functions/*/tests/`).
 
 pub use testkit::*;
 
-use local_stack::elasticmq::{LocalQueue, depth, take_all};
-use local_stack::template::{SqsSource, Template};
+/// The local stack's test function (`src/bin/fixture_function.rs`) as a
+/// template would declare it: `memory_mb`, a 30 s timeout, JSON logs.
+pub fn fixture(memory_mb: u32) -> local_stack::template::Function {
+    local_stack::template::Function {
+        logical_id: "FixtureFunction".into(),
+        binary: "fixture_function".into(),
+        memory_mb,
+        timeout_s: 30,
+        env: vec![("AWS_LAMBDA_LOG_FORMAT".into(), "JSON".into())],
+        reserved_concurrency: None,
+    }
+}
 
-/// The state machine that fans the Arrow worker out.
-pub const REPORT: &str = "OrdersReportStateMachine";
+/// The test function of [`fixture`] started under the emulator, with `env`.
+pub fn start_fixture(memory_mb: u32, env: &[(&str, &str)]) -> local_stack::emulator::Emulator {
+    let rie = local_stack::tools::emulator().unwrap_or_else(|e| panic!("{e}"));
+    local_stack::emulator::Emulator::start(
+        &rie,
+        &binary("fixture_function"),
+        &fixture(memory_mb),
+        env,
+        &scratch("fixture-function").with_extension("log"),
+    )
+    .unwrap_or_else(|e| panic!("{e}"))
+}
 
-/// The Arrow worker (two environments, waiting past them) with `env`, behind
-/// a Lambda Invoke API, as the local state machine calls it: the pool and
-/// the API (stopped on drop).
-pub fn worker_behind_invoke_api(
+/// A pool of `size` environments of the test function of [`fixture`] (256
+/// MB), with `env`.
+pub fn fixture_pool(
     env: &[(&str, &str)],
-) -> (
-    std::sync::Arc<local_stack::pool::Pool>,
-    local_stack::lambda_api::LambdaApi,
-) {
-    use local_stack::lambda_api::{LambdaApi, Served};
-    use local_stack::pool::{Overflow, Size};
-    let size = Size {
-        environments: 2,
-        overflow: Overflow::Wait,
-    };
-    let pool = std::sync::Arc::new(pool(&template(), "arrow-worker", env, size));
-    let api = LambdaApi::start(vec![Served {
-        names: vec!["ArrowWorkerFunction".into(), "arrow-worker".into()],
-        pool: std::sync::Arc::clone(&pool),
-    }])
-    .unwrap_or_else(|e| panic!("{e}"));
-    (pool, api)
-}
-
-/// SQS records (standard queue) carrying the sample orders `range`, message
-/// ids `msg-N`.
-pub fn sample_records(range: std::ops::Range<u64>) -> Vec<aws_lambda_events::sqs::SqsMessage> {
-    order_processor_testkit::orders::records(range, order_processor_testkit::orders::body)
-}
-
-/// Every item of a local table as `order_id -> content_hash`, by paginated
-/// scan; each item's hash must be of the current `hash_version`.
-pub async fn stored_hashes(
-    client: &aws_sdk_dynamodb::Client,
-    table: &str,
-) -> std::collections::BTreeMap<String, String> {
-    use aws_sdk_dynamodb::types::AttributeValue;
-    let mut items = std::collections::BTreeMap::new();
-    let mut pages = client
-        .scan()
-        .table_name(table)
-        .consistent_read(true)
-        .into_paginator()
-        .items()
-        .send();
-    while let Some(item) = pages.next().await {
-        let item = item.unwrap_or_else(|e| panic!("scan {table}: {e}"));
-        let text = |key: &str| match item.get(key) {
-            Some(AttributeValue::S(s)) => s.clone(),
-            other => panic!("{key} is {other:?}"),
-        };
-        let version = order_processor::order::content_hash::HASH_VERSION.to_string();
-        assert_eq!(
-            item.get("hash_version"),
-            Some(&AttributeValue::N(version)),
-            "{}",
-            text("order_id")
-        );
-        let previous = items.insert(text("order_id"), text("content_hash"));
-        assert!(previous.is_none(), "a scan returned an order twice");
-    }
-    items
-}
-
-/// What the table must hold after the sample orders `range` were processed.
-pub fn expected_hashes(range: std::ops::Range<u64>) -> std::collections::BTreeMap<String, String> {
-    range
-        .map(|n| {
-            let valid = order_processor::order::validate(order_processor_testkit::orders::order(n))
-                .unwrap_or_else(|e| panic!("sample {n}: {e}"));
-            (valid.order.order_id.clone(), valid.hash_hex())
-        })
-        .collect()
-}
-
-/// Bodies the order processor must refuse, six per round, each for another
-/// reason (a wrong total, an unknown currency, an unknown field, no items,
-/// truncated JSON, a body over the 64 KiB limit), all distinct (at most 100
-/// rounds).
-pub fn invalid_bodies(rounds: u64) -> Vec<String> {
-    use serde_json::Value;
-    assert!(
-        rounds <= 100,
-        "at most 100 rounds of distinct invalid bodies"
-    );
-    let tampered = |n: u64, change: &dyn Fn(&mut Value)| {
-        let mut order: Value = serde_json::from_str(&order_processor_testkit::orders::body(n))
-            .unwrap_or_else(|e| panic!("sample {n}: {e}"));
-        change(&mut order);
-        order.to_string()
-    };
-    let mut bodies = Vec::new();
-    for n in 0..rounds {
-        let id = 10_000 + n;
-        bodies.push(tampered(id, &|o| o["total_cents"] = Value::from(1)));
-        bodies.push(tampered(id + 100, &|o| o["currency"] = Value::from("euro")));
-        bodies.push(tampered(id + 200, &|o| o["surprise"] = Value::from(true)));
-        bodies.push(tampered(id + 300, &|o| {
-            o["items"] = Value::from(Vec::<Value>::new())
-        }));
-        bodies.push(format!("{{\"order_id\": \"ord-{id}\", "));
-        bodies.push(format!("{} {}", " ".repeat(70 * 1024), n));
-    }
-    for body in &bodies {
-        assert!(
-            order_processor::order::parse(body).is_err(),
-            "meant to be invalid: {}",
-            &body[..body.len().min(80)]
-        );
-    }
-    bodies
-}
-
-/// `valid` in a fixed shuffle (a stride coprime to its length), with the
-/// `invalid` bodies spread over the first `within` positions.
-pub fn mixed(valid: Vec<String>, invalid: &[String], within: usize) -> Vec<String> {
-    let n = valid.len();
-    let gcd = |mut a: usize, mut b: usize| {
-        while b != 0 {
-            (a, b) = (b, a % b);
-        }
-        a
-    };
-    let stride = [7, 11, 13, 17]
-        .into_iter()
-        .find(|s| gcd(*s, n) == 1)
-        .expect("a coprime stride");
-    let mut bodies: Vec<String> = (0..n).map(|i| valid[i * stride % n].clone()).collect();
-    let step = (within / invalid.len().max(1)).max(1);
-    for (i, bad) in invalid.iter().enumerate() {
-        bodies.insert((i * step).min(bodies.len()), bad.clone());
-    }
-    bodies
-}
-
-/// The order processor's SQS event (the event source mapping SAM creates).
-pub fn order_source(template: &Template) -> SqsSource {
-    template
-        .sqs_sources()
-        .expect("SQS events")
-        .into_iter()
-        .find(|s| s.function == "order-processor")
-        .expect("the order processor has an SQS event")
-}
-
-/// The end every run of orders through the queue must reach: each valid order
-/// stored exactly once with the content sent, exactly the invalid bodies
-/// dead-lettered (so no valid order there), each with its failure class, the
-/// order queue empty.
-pub async fn assert_reconciled(
-    table: &aws_sdk_dynamodb::Client,
-    queues: &LocalQueues,
-    orders: &LocalQueue,
-    dead_letters: &LocalQueue,
-    valid: std::ops::Range<u64>,
-    invalid: &[String],
-) {
-    const TABLE: &str = "OrdersTable";
-    let stored = stored_hashes(table, TABLE).await;
-    let expected = expected_hashes(valid);
-    let missing = expected.keys().filter(|k| !stored.contains_key(*k)).count();
-    let unexpected = stored.keys().filter(|k| !expected.contains_key(*k)).count();
-    assert!(
-        stored == expected,
-        "{TABLE}: {} items, {missing} orders missing, {unexpected} unexpected, {} with other content",
-        stored.len(),
-        expected
-            .iter()
-            .filter(|(k, v)| stored.get(*k).is_some_and(|s| s != *v))
-            .count()
-    );
-    let letters = take_all(&queues.client, &dead_letters.url)
-        .await
-        .expect("dead letters");
-    let class = order_processor::dead_letter::attr::FAILURE_CLASS;
-    for letter in &letters {
-        let body = letter.body().unwrap_or_default();
-        let expected = order_processor::order::parse(body).err().map(|e| e.class());
-        assert_eq!(
-            letter
-                .message_attributes()
-                .and_then(|a| a.get(class))
-                .and_then(|v| v.string_value()),
-            expected,
-            "the class of a dead letter: {body:.80}"
-        );
-    }
-    let mut dead: Vec<String> = letters
-        .into_iter()
-        .map(|m| m.body.unwrap_or_default())
-        .collect();
-    let mut expected_dead = invalid.to_vec();
-    dead.sort();
-    expected_dead.sort();
-    assert!(
-        dead == expected_dead,
-        "dead-letter queue: {} messages, {} of them valid orders, {} invalid bodies expected",
-        dead.len(),
-        dead.iter()
-            .filter(|b| order_processor::order::parse(b).is_ok())
-            .count(),
-        invalid.len()
-    );
-    assert_eq!(
-        depth(&queues.client, &orders.url).await.expect("depth"),
-        0,
-        "order queue empty"
-    );
-}
-
-/// Write `count` sample orders, their customers spread over `customers`, into
-/// the orders table, 25 per `BatchWriteItem`, 16 requests at a time.
-pub async fn write_orders(dynamodb: &LocalDynamoDb, count: u64, customers: u64) {
-    use aws_sdk_dynamodb::types::{PutRequest, WriteRequest};
-    use futures::StreamExt;
-    let client = dynamodb.server.client();
-    let batches: Vec<Vec<WriteRequest>> = (0..count)
-        .map(|n| {
-            let mut order = order_processor_testkit::orders::order(n);
-            order.customer_id = format!("cust-{:06}", n % customers);
-            let valid = order_processor::order::validate(order).expect("a valid order");
-            let put = PutRequest::builder()
-                .set_item(Some(order_processor::dynamodb::item(&valid)))
-                .build()
-                .expect("put request");
-            WriteRequest::builder().put_request(put).build()
-        })
-        .collect::<Vec<_>>()
-        .chunks(25)
-        .map(<[WriteRequest]>::to_vec)
-        .collect();
-    futures::stream::iter(batches)
-        .for_each_concurrent(16, |mut batch| {
-            let client = client.clone();
-            async move {
-                while !batch.is_empty() {
-                    let output = client
-                        .batch_write_item()
-                        .request_items("OrdersTable", batch)
-                        .send()
-                        .await
-                        .expect("BatchWriteItem");
-                    batch = output
-                        .unprocessed_items
-                        .and_then(|mut tables| tables.remove("OrdersTable"))
-                        .unwrap_or_default();
-                }
-            }
-        })
-        .await;
+    size: local_stack::pool::Size,
+) -> local_stack::pool::Pool {
+    let rie = local_stack::tools::emulator().unwrap_or_else(|e| panic!("{e}"));
+    let limits = local_stack::cgroup::Limits::from_env().unwrap_or_else(|e| panic!("{e}"));
+    local_stack::pool::Pool::of_emulators(
+        &rie,
+        &binary("fixture_function"),
+        &fixture(256),
+        env,
+        &scratch("fixture-pool").with_extension("log"),
+        size,
+        limits,
+    )
 }

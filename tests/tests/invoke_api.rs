@@ -7,11 +7,10 @@
 //! and the refusals that keep web pages out (another `Host`, any `Origin`)
 //! while hundreds of idle connections stay open.
 
-use e2e::{LocalQueues, template};
+use e2e::LocalQueues;
 use local_stack::async_invoke::{Config, DeadLetter};
 use local_stack::elasticmq::take_all;
 use local_stack::lambda_api::{LambdaApi, Served};
-use local_stack::local_aws::{NO_SERVER, function_env};
 use local_stack::pool::{Overflow, Pool, Size};
 use serde_json::{Value, json};
 use std::collections::HashMap;
@@ -137,16 +136,17 @@ impl Drop for Boto3 {
     }
 }
 
-fn hash_event(cost: u32) -> String {
-    json!({ "operation": "hash", "cost": cost, "passwords": ["a password", "another one"] })
-        .to_string()
+/// An event the test function answers `ms` milliseconds later.
+fn sleep_event(ms: u64) -> String {
+    json!({ "sleep_ms": ms }).to_string()
 }
 
-/// The password hasher in a pool of `environments`, behind its own API.
-fn hasher(environments: usize, overflow: Overflow) -> (Arc<Pool>, LambdaApi) {
-    let pool = Arc::new(e2e::pool(
-        &template(),
-        "password-hasher",
+/// The name the test function is served under.
+const F: &str = "FixtureFunction";
+
+/// The test function in a pool of `environments`, behind its own API.
+fn served(environments: usize, overflow: Overflow) -> (Arc<Pool>, LambdaApi) {
+    let pool = Arc::new(e2e::fixture_pool(
         &[],
         Size {
             environments,
@@ -154,7 +154,7 @@ fn hasher(environments: usize, overflow: Overflow) -> (Arc<Pool>, LambdaApi) {
         },
     ));
     let api = LambdaApi::start(vec![Served {
-        names: vec!["PasswordHasherFunction".into(), "password-hasher".into()],
+        names: vec![F.into(), "fixture_function".into()],
         pool: Arc::clone(&pool),
     }])
     .unwrap_or_else(|e| panic!("{e}"));
@@ -176,23 +176,19 @@ fn until(what: &str, limit: Duration, done: impl Fn() -> bool) {
 
 #[test]
 fn boto3_gets_lambdas_answers_for_synchronous_calls_dry_runs_and_refusals() {
-    let (_pool, api) = hasher(2, Overflow::Wait);
+    let (_pool, api) = served(2, Overflow::Wait);
     let mut boto3 = Boto3::start(&api.endpoint());
-    let f = "PasswordHasherFunction";
+    let f = F;
 
-    let ok = boto3.call(json!({"function": f, "payload": hash_event(4)}));
+    let ok = boto3.call(json!({"function": f, "payload": sleep_event(1)}));
     assert_eq!(ok["status"], 200, "{ok}");
     assert_eq!(ok["function_error"], Value::Null, "{ok}");
     assert_eq!(ok["executed_version"], "$LATEST", "{ok}");
     let answer: Value =
         serde_json::from_str(ok["payload"].as_str().expect("payload")).expect("JSON");
-    assert_eq!(
-        answer["hashes"].as_array().map(Vec::len),
-        Some(2),
-        "{answer}"
-    );
+    assert_eq!(answer["invocation"], 1, "{answer}");
 
-    let error = boto3.call(json!({"function": f, "payload": r#"{"operation":"nope"}"#}));
+    let error = boto3.call(json!({"function": f, "payload": r#"{"fail":"on purpose"}"#}));
     assert_eq!(error["status"], 200, "{error}");
     assert_eq!(error["function_error"], "Unhandled", "{error}");
     assert!(
@@ -215,10 +211,10 @@ fn boto3_gets_lambdas_answers_for_synchronous_calls_dry_runs_and_refusals() {
         assert_eq!(refused["http_status"], 404, "{refused}");
     }
     let latest =
-        boto3.call(json!({"function": f, "payload": hash_event(4), "Qualifier": "$LATEST"}));
+        boto3.call(json!({"function": f, "payload": sleep_event(1), "Qualifier": "$LATEST"}));
     assert_eq!(latest["status"], 200, "{latest}");
 
-    let tail = boto3.call(json!({"function": f, "payload": hash_event(4), "LogType": "Tail"}));
+    let tail = boto3.call(json!({"function": f, "payload": sleep_event(1), "LogType": "Tail"}));
     let log = tail["log"]
         .as_str()
         .unwrap_or_else(|| panic!("no LogResult: {tail}"));
@@ -252,7 +248,7 @@ fn boto3_gets_lambdas_answers_for_synchronous_calls_dry_runs_and_refusals() {
 /// Calls at once, more than the pool's environments: each answered.
 fn concurrent_calls_are_each_answered(boto3: &mut Boto3) {
     let ids: Vec<u64> = (0..6)
-        .map(|_| boto3.send(json!({"function": "password-hasher", "payload": hash_event(4)})))
+        .map(|_| boto3.send(json!({"function": "fixture_function", "payload": sleep_event(200)})))
         .collect();
     for id in ids {
         let answer = boto3.wait(id);
@@ -263,16 +259,15 @@ fn concurrent_calls_are_each_answered(boto3: &mut Boto3) {
 
 #[test]
 fn past_reserved_concurrency_boto3_gets_too_many_requests() {
-    let (pool, api) = hasher(1, Overflow::Throttle);
+    let (pool, api) = served(1, Overflow::Throttle);
     let mut boto3 = Boto3::start(&api.endpoint());
     // A slow invocation holds the only environment (cold start included)...
-    let slow = boto3.send(json!({"function": "PasswordHasherFunction", "payload": hash_event(12)}));
+    let slow = boto3.send(json!({"function": F, "payload": sleep_event(3_000)}));
     until("the slow call to start", Duration::from_secs(20), || {
         pool.busy() > 0
     });
     // ...so a second one is throttled.
-    let throttled =
-        boto3.call(json!({"function": "PasswordHasherFunction", "payload": hash_event(4)}));
+    let throttled = boto3.call(json!({"function": F, "payload": sleep_event(1)}));
     assert_eq!(
         throttled["class"], "TooManyRequestsException",
         "{throttled}"
@@ -282,61 +277,48 @@ fn past_reserved_concurrency_boto3_gets_too_many_requests() {
     assert_eq!(slow["status"], 200, "{slow}");
 }
 
+/// Lambda's default `MaximumRetryAttempts` of an asynchronous invocation.
+const ASYNC_RETRIES: u32 = 2;
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failing_event_is_retried_then_ends_in_the_dead_letter_queue_with_lambdas_attributes() {
-    // The Arrow worker with no DynamoDB: every daily report fails.
-    let template = template();
     let queues = LocalQueues::start(30).await;
-    let mut env = function_env(&[("AWS_ENDPOINT_URL_DYNAMODB", NO_SERVER)]);
-    env.extend(queues.env());
-    let worker = Arc::new(e2e::pool(
-        &template,
-        "arrow-worker",
-        &env,
+    let dlq_url = queues
+        .client
+        .create_queue()
+        .queue_name("fixture-dead-letters")
+        .send()
+        .await
+        .expect("CreateQueue")
+        .queue_url
+        .expect("a queue URL");
+    let worker = Arc::new(e2e::fixture_pool(
+        &[],
         Size {
             environments: 1,
             overflow: Overflow::Wait,
         },
     ));
-    let function = template
-        .function("arrow-worker")
-        .unwrap_or_else(|e| panic!("{e}"));
-    let (retries, dead_letter_queue) = template
-        .event_invoke(&function)
-        .unwrap_or_else(|e| panic!("{e}"));
-    let dlq = queues.queue(
-        dead_letter_queue
-            .as_deref()
-            .expect("the worker has a DeadLetterQueue"),
-    );
     let api = LambdaApi::start_with(vec![(
         Served {
-            names: vec![function.logical_id.clone()],
+            names: vec![F.into()],
             pool: Arc::clone(&worker),
         },
         Config {
-            retries,
+            retries: ASYNC_RETRIES,
             // A client of its own: the API runs on a runtime of its own.
             dead_letter: Some(DeadLetter {
                 sqs: queues.server.client(),
-                queue_url: dlq.url.clone(),
+                queue_url: dlq_url.clone(),
             }),
             delay: Duration::from_millis(50),
         },
     )])
     .unwrap_or_else(|e| panic!("{e}"));
-    let mut worker_boto3 = Boto3::start(&api.endpoint());
-    let schedule = template
-        .schedules()
-        .unwrap_or_else(|e| panic!("{e}"))
-        .into_iter()
-        .find(|s| s.function == "arrow-worker")
-        .expect("the worker has a schedule");
-    let at = time::OffsetDateTime::from_unix_timestamp(1_793_751_300).expect("a time");
-    let payload = local_stack::schedule::payload(&schedule, at, 1, "invoke-api");
-    let accepted = worker_boto3.call(
-        json!({"function": function.logical_id, "payload": payload, "InvocationType": "Event"}),
-    );
+    let mut boto3 = Boto3::start(&api.endpoint());
+    let payload = json!({"fail": "every attempt"}).to_string();
+    let accepted =
+        boto3.call(json!({"function": F, "payload": payload, "InvocationType": "Event"}));
     assert_eq!(accepted["status"], 202, "{accepted}");
     let request_id = accepted["request_id"]
         .as_str()
@@ -346,13 +328,13 @@ async fn a_failing_event_is_retried_then_ends_in_the_dead_letter_queue_with_lamb
     let started = Instant::now();
     let mut letters = Vec::new();
     while letters.is_empty() && started.elapsed() < Duration::from_secs(60) {
-        letters = take_all(&queues.client, &dlq.url).await.expect("receive");
+        letters = take_all(&queues.client, &dlq_url).await.expect("receive");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     assert_eq!(letters.len(), 1, "{letters:?}");
     assert_lambdas_dead_letter(&letters[0], &payload, &request_id);
     // The first attempt and Lambda's retries, no more.
-    let attempts = usize::try_from(retries).expect("retries") + 1;
+    let attempts = usize::try_from(ASYNC_RETRIES).expect("retries") + 1;
     until(
         "the attempts' REPORT lines",
         Duration::from_secs(10),
@@ -390,19 +372,19 @@ fn assert_lambdas_dead_letter(
 
 #[test]
 fn a_succeeding_event_is_accepted_at_once_and_runs_once() {
-    let (hasher, hasher_api) = hasher(1, Overflow::Wait);
-    let mut boto3 = Boto3::start(&hasher_api.endpoint());
+    let (pool, api) = served(1, Overflow::Wait);
+    let mut boto3 = Boto3::start(&api.endpoint());
     let accepted = boto3.call(
-        json!({"function": "password-hasher", "payload": hash_event(4), "InvocationType": "Event"}),
+        json!({"function": "fixture_function", "payload": sleep_event(1), "InvocationType": "Event"}),
     );
     assert_eq!(accepted["status"], 202, "{accepted}");
     assert_eq!(accepted["payload"], "", "{accepted}");
     until("the event to run", Duration::from_secs(20), || {
-        reports(&hasher) == 1
+        reports(&pool) == 1
     });
     // Not retried: still one a while later.
     std::thread::sleep(Duration::from_millis(500));
-    assert_eq!(reports(&hasher), 1);
+    assert_eq!(reports(&pool), 1);
 }
 
 /// Send a raw request and read the status code of the answer.
@@ -423,17 +405,17 @@ fn raw_status(port: u16, request: &str) -> u16 {
 
 #[test]
 fn web_pages_and_other_hosts_are_refused_and_idle_connections_do_not_starve_calls() {
-    let (_pool, api) = hasher(1, Overflow::Wait);
+    let (_pool, api) = served(1, Overflow::Wait);
     let port = api
         .endpoint()
         .rsplit(':')
         .next()
         .and_then(|p| p.parse().ok())
         .expect("a port");
-    let body = hash_event(4);
+    let body = sleep_event(1);
     let request = |extra: &str| {
         format!(
-            "POST /2015-03-31/functions/PasswordHasherFunction/invocations HTTP/1.1\r\n{extra}content-length: {}\r\nconnection: close\r\n\r\n{body}",
+            "POST /2015-03-31/functions/FixtureFunction/invocations HTTP/1.1\r\n{extra}content-length: {}\r\nconnection: close\r\n\r\n{body}",
             body.len()
         )
     };
@@ -466,7 +448,7 @@ fn web_pages_and_other_hosts_are_refused_and_idle_connections_do_not_starve_call
             "-d",
             "{}",
         ])
-        .arg(api.invoke_url("PasswordHasherFunction"))
+        .arg(api.invoke_url(F))
         .output();
     if let Ok(curl) = curl {
         assert_eq!(String::from_utf8_lossy(&curl.stdout), "403");

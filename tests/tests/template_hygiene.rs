@@ -9,21 +9,7 @@ use local_stack::template::Template;
 use local_stack::{checkov, least_privilege, workspace_root};
 use serde_json::{Value, json};
 use serde_norway::Value as Yaml;
-use std::collections::BTreeMap;
-use std::path::PathBuf;
-use std::sync::atomic::{AtomicUsize, Ordering};
-
-/// The default deployment: every function on demand.
-const ON_DEMAND: &[(&str, &str)] = &[];
-
-/// A deployment on Lambda Managed Instances.
-const MANAGED_INSTANCES: &[(&str, &str)] = &[
-    (
-        "ManagedInstancesSubnetIds",
-        "subnet-0123456789abcdef0,subnet-0fedcba9876543210",
-    ),
-    ("ManagedInstancesSecurityGroupIds", "sg-0123456789abcdef0"),
-];
+use testkit::deployed::{MANAGED_INSTANCES, ON_DEMAND, deployed, of_type, resolved, scalar};
 
 /// Lambda's ratios of memory to vCPUs on Managed Instances, in GiB per vCPU.
 const LMI_RATIOS: [u64; 3] = [2, 4, 8];
@@ -32,198 +18,33 @@ const LMI_RATIOS: [u64; 3] = [2, 4, 8];
 /// Instances before it marks the version active (three Availability Zones).
 const LMI_MIN_ENVIRONMENTS: u64 = 3;
 
-/// `template.yaml` with these parameter values, as the SAM transform receives
-/// it: what AWS::LanguageExtensions does first that the transform depends on
-/// (every `!If` resolved with the parameters, `AWS::NoValue` dropped), written
-/// to a file of its own. The parameters' defaults become the values, so
-/// checkov and the transform see them too.
-fn resolved(overrides: &[(&str, &str)], label: &str) -> PathBuf {
-    let path = workspace_root().join("template.yaml");
-    // Refuses a name the template lacks or a value it does not allow.
-    Template::load(&path)
-        .and_then(|t| t.with_parameters(overrides))
-        .expect("the parameter values");
-    let text = std::fs::read_to_string(&path).expect("template.yaml");
-    let mut doc: Yaml = serde_norway::from_str(&text).expect("template.yaml parses");
-    let mut values = BTreeMap::new();
-    for (name, declaration) in doc["Parameters"].as_mapping().expect("parameters") {
-        let name = name.as_str().expect("parameter name").to_owned();
-        let given = overrides.iter().find(|(n, _)| *n == name).map(|(_, v)| *v);
-        let value = match given {
-            Some(v) => v.to_owned(),
-            None => scalar(&declaration["Default"]).expect("a default"),
-        };
-        values.insert(name, value);
-    }
-    let conditions = doc["Conditions"].clone();
-    let holds = |name: &str| condition(&conditions, &values, &conditions[name]);
-    for section in ["Globals", "Resources", "Outputs"] {
-        if let Some(value) = doc.get(section).map(|v| resolve_ifs(v, &holds)) {
-            doc[section] = value.unwrap_or(Yaml::Null);
-        }
-    }
-    for (name, value) in &values {
-        doc["Parameters"][name.as_str()]["Default"] = Yaml::String(value.clone());
-    }
-    doc["Transform"] = Yaml::String("AWS::Serverless-2016-10-31".to_owned());
-    // Tests run in parallel threads of one process: one file per call.
-    static CALLS: AtomicUsize = AtomicUsize::new(0);
-    let call = CALLS.fetch_add(1, Ordering::Relaxed);
-    // JSON (a YAML PyYAML reads as CloudFormation does: no `2010-09-09` date).
-    let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!(
-        "template-{label}-{}-{call}.json",
-        std::process::id()
-    ));
-    std::fs::write(&out, to_json(&doc).to_string()).expect("write");
-    out
-}
-
-/// A template in JSON: each short-form intrinsic function (`!Ref`,
-/// `!GetAtt A.B`, `!Sub`, ...) in its long form.
-fn to_json(value: &Yaml) -> Value {
-    match value {
-        Yaml::Null => Value::Null,
-        Yaml::Bool(b) => Value::Bool(*b),
-        Yaml::Number(n) => serde_json::to_value(n).expect("a number"),
-        Yaml::String(s) => Value::String(s.clone()),
-        Yaml::Sequence(list) => Value::Array(list.iter().map(to_json).collect()),
-        Yaml::Mapping(map) => Value::Object(
-            map.iter()
-                .map(|(k, v)| (scalar(k).expect("a key"), to_json(v)))
-                .collect(),
-        ),
-        Yaml::Tagged(tagged) => {
-            let tag = tagged.tag.to_string();
-            let name = tag.trim_start_matches('!');
-            let inner = match (name, &tagged.value) {
-                ("GetAtt", Yaml::String(path)) => {
-                    let (resource, attribute) = path.split_once('.').expect("!GetAtt A.B");
-                    json!([resource, attribute])
-                }
-                (_, inner) => to_json(inner),
-            };
-            let key = match name {
-                "Ref" | "Condition" => name.to_owned(),
-                _ => format!("Fn::{name}"),
-            };
-            json!({ key: inner })
-        }
-    }
-}
-
-/// `template.yaml` deployed with these parameter values, after the SAM
-/// transform: what CloudFormation creates.
-fn deployed(overrides: &[(&str, &str)]) -> Value {
-    let label = if overrides.is_empty() {
-        "on-demand"
-    } else {
-        "managed-instances"
-    };
-    let path = resolved(overrides, label);
-    let template = least_privilege::transformed(&path);
-    let _ = std::fs::remove_file(&path);
-    template.expect("the SAM transform")
-}
-
-/// `value` with each `!If` replaced by its chosen branch and `!Ref
-/// AWS::NoValue` dropped (`None` where it is dropped).
-fn resolve_ifs(value: &Yaml, holds: &dyn Fn(&str) -> bool) -> Option<Yaml> {
-    match value {
-        Yaml::Tagged(tagged) if tagged.tag == "If" => {
-            let parts = tagged
-                .value
-                .as_sequence()
-                .expect("!If [condition, then, else]");
-            let name = parts[0].as_str().expect("!If names a condition");
-            resolve_ifs(&parts[if holds(name) { 1 } else { 2 }], holds)
-        }
-        Yaml::Tagged(tagged)
-            if tagged.tag == "Ref" && tagged.value.as_str() == Some("AWS::NoValue") =>
-        {
-            None
-        }
-        Yaml::Tagged(tagged) => {
-            let mut tagged = tagged.clone();
-            tagged.value = resolve_ifs(&tagged.value, holds).unwrap_or(Yaml::Null);
-            Some(Yaml::Tagged(tagged))
-        }
-        Yaml::Mapping(map) => Some(Yaml::Mapping(
-            map.iter()
-                .filter_map(|(k, v)| Some((k.clone(), resolve_ifs(v, holds)?)))
-                .collect(),
-        )),
-        Yaml::Sequence(list) => Some(Yaml::Sequence(
-            list.iter().filter_map(|v| resolve_ifs(v, holds)).collect(),
-        )),
-        other => Some(other.clone()),
-    }
-}
-
-/// A condition of the template (`!Equals`, `!Not`, `!And`, `!Or`,
-/// `!Condition`) with these parameter values.
-fn condition(all: &Yaml, values: &BTreeMap<String, String>, definition: &Yaml) -> bool {
-    let Yaml::Tagged(tagged) = definition else {
-        panic!("not a condition: {definition:?}");
-    };
-    let operands = tagged
-        .value
-        .as_sequence()
-        .map(Vec::as_slice)
-        .unwrap_or_default();
-    let text = |operand: &Yaml| match operand {
-        Yaml::Tagged(r) if r.tag == "Ref" => {
-            let name = r.value.as_str().expect("!Ref of a name");
-            values
-                .get(name)
-                .cloned()
-                .unwrap_or_else(|| panic!("no parameter {name}"))
-        }
-        literal => scalar(literal).unwrap_or_else(|| panic!("not a scalar: {literal:?}")),
-    };
-    let tag = tagged.tag.to_string();
-    match (tag.trim_start_matches('!'), operands) {
-        ("Equals", [a, b]) => text(a) == text(b),
-        ("Not", [inner]) => !condition(all, values, inner),
-        ("And", all_of) => all_of.iter().all(|c| condition(all, values, c)),
-        ("Or", any_of) => any_of.iter().any(|c| condition(all, values, c)),
-        ("Condition", _) => {
-            let name = tagged.value.as_str().expect("!Condition name");
-            condition(all, values, &all[name])
-        }
-        (other, _) => panic!("a condition this test cannot evaluate: !{other}"),
-    }
-}
-
-fn scalar(value: &Yaml) -> Option<String> {
-    match value {
-        Yaml::String(s) => Some(s.clone()),
-        Yaml::Number(n) => Some(n.to_string()),
-        Yaml::Bool(b) => Some(b.to_string()),
-        _ => None,
-    }
-}
-
-/// The template's resources of `kind`, by logical id.
-fn of_type<'a>(template: &'a Value, kind: &str) -> Vec<(&'a String, &'a Value)> {
-    template["Resources"]
-        .as_object()
-        .expect("resources")
-        .iter()
-        .filter(|(_, r)| r["Type"] == kind)
-        .collect()
-}
-
 /// The operator role Lambda assumes to run the managed instances.
 const OPERATOR_ROLE: &str = "ManagedInstancesOperatorRole";
 
-/// The functions the template ships, each on Managed Instances when they are
-/// on. (A function added later, `cargo xtask new-function`, runs on demand
-/// until it is given a CapacityProviderConfig too.)
-const SHIPPED_FUNCTIONS: [&str; 3] = [
-    "OrderProcessorFunction",
-    "PasswordHasherFunction",
-    "ArrowWorkerFunction",
-];
+/// The logical ids of the template's functions that declare a
+/// `CapacityProviderConfig` (under the condition `OnManagedInstances`): on
+/// Managed Instances when they are on. (A function added by `cargo xtask
+/// new-function` runs on demand until it is given one too.)
+fn declared_on_managed_instances() -> Vec<String> {
+    let text = std::fs::read_to_string(workspace_root().join("template.yaml")).expect("template");
+    let doc: Yaml = serde_norway::from_str(&text).expect("template.yaml parses");
+    doc["Resources"]
+        .as_mapping()
+        .expect("resources")
+        .iter()
+        .filter(|(_, r)| r["Type"].as_str() == Some("AWS::Serverless::Function"))
+        .filter(|(_, r)| r["Properties"].get("CapacityProviderConfig").is_some())
+        .filter_map(|(id, _)| scalar(id))
+        .collect()
+}
+
+/// How many functions `template.yaml` declares.
+fn function_count() -> usize {
+    Template::load(&workspace_root().join("template.yaml"))
+        .and_then(|t| t.functions())
+        .expect("the template's functions")
+        .len()
+}
 
 /// The operator role's statements, each with the wildcards it cannot do
 /// without: those of the AWS managed policy AWSLambdaManagedEC2ResourceOperator
@@ -350,7 +171,7 @@ fn checkov_finds_nothing_unexplained() {
 fn the_default_deployment_runs_every_function_on_demand() {
     let template = deployed(ON_DEMAND);
     let functions = of_type(&template, "AWS::Lambda::Function");
-    assert!(functions.len() >= SHIPPED_FUNCTIONS.len(), "{functions:?}");
+    assert_eq!(functions.len(), function_count(), "{functions:?}");
     for (id, function) in functions {
         let properties = &function["Properties"];
         assert!(
@@ -405,9 +226,9 @@ fn on_managed_instances_the_functions_run_on_the_capacity_provider() {
         .as_u64()
         .expect("a MaxVCpuCount bound");
     let functions = of_type(&template, "AWS::Lambda::Function");
-    for shipped in SHIPPED_FUNCTIONS {
-        let config = &template["Resources"][shipped]["Properties"]["CapacityProviderConfig"];
-        assert!(!config.is_null(), "{shipped} runs on demand");
+    for declared in declared_on_managed_instances() {
+        let config = &template["Resources"][&declared]["Properties"]["CapacityProviderConfig"];
+        assert!(!config.is_null(), "{declared} runs on demand");
     }
     let mut least_vcpus = 0;
     for (id, function) in functions {
@@ -475,7 +296,7 @@ fn the_local_stack_reads_each_function_as_it_is_deployed() {
             .and_then(|t| t.with_parameters(overrides))
             .and_then(|t| t.functions())
             .expect("the local stack reads the functions");
-        assert!(local.len() >= SHIPPED_FUNCTIONS.len(), "{local:?}");
+        assert_eq!(local.len(), function_count(), "{local:?}");
         for function in local {
             let deployed = &template["Resources"][&function.logical_id]["Properties"];
             // Lambda's defaults where the property is left out.
@@ -640,61 +461,11 @@ fn sam_delete_can_succeed_with_data_left_in_buckets_and_tables() {
             )
         })
         .collect();
-    assert!(kept.len() >= 3, "the analytics bucket and two tables");
     for (id, resource) in kept {
         for policy in ["DeletionPolicy", "UpdateReplacePolicy"] {
             assert_eq!(resource[policy], "Retain", "{id}: {policy}");
         }
     }
-}
-
-/// The day index the order processor writes and the daily report reads is
-/// the one the template declares, and the worker may query it (and only it).
-#[test]
-fn the_day_index_matches_the_code_and_the_worker_may_query_it() {
-    use shared::orders::{DAY_INDEX, attr};
-    let template = deployed(ON_DEMAND);
-    let resources = &template["Resources"];
-    let indexes = resources["OrdersTable"]["Properties"]["GlobalSecondaryIndexes"]
-        .as_array()
-        .expect("OrdersTable has global secondary indexes");
-    let index = indexes
-        .iter()
-        .find(|i| i["IndexName"] == DAY_INDEX)
-        .unwrap_or_else(|| panic!("no index {DAY_INDEX}"));
-    let keys: Vec<_> = index["KeySchema"]
-        .as_array()
-        .expect("key schema")
-        .iter()
-        .map(|k| (k["AttributeName"].as_str(), k["KeyType"].as_str()))
-        .collect();
-    assert_eq!(
-        keys,
-        [
-            (Some(attr::DAY_SHARD), Some("HASH")),
-            (Some(attr::CREATED_AT_MS), Some("RANGE"))
-        ]
-    );
-    let projected: Vec<_> = index["Projection"]["NonKeyAttributes"]
-        .as_array()
-        .expect("projected attributes")
-        .iter()
-        .filter_map(|a| a.as_str())
-        .collect();
-    for needed in arrow_worker::columns::PROJECTION {
-        let is_key = [attr::CREATED_AT_MS, attr::DAY_SHARD, attr::ORDER_ID].contains(&needed);
-        assert!(
-            is_key || projected.contains(&needed),
-            "{needed} is read by the daily report but not projected into {DAY_INDEX}"
-        );
-    }
-    let statements =
-        resources["ArrowWorkerRole"]["Properties"]["Policies"][0]["PolicyDocument"]["Statement"]
-            .to_string();
-    assert!(
-        statements.contains(&format!("${{OrdersTable.Arn}}/index/{DAY_INDEX}")),
-        "{statements}"
-    );
 }
 
 /// Every bucket refuses requests without TLS, whoever makes them (a bucket
@@ -733,97 +504,4 @@ fn every_bucket_refuses_requests_without_tls() {
             "{bucket}: no policy denying requests without TLS"
         );
     }
-}
-
-/// The Arrow worker writes partials and large answers but reads back only the
-/// partials (the merge): no `s3:GetObject` on anything else.
-#[test]
-fn the_worker_reads_back_only_the_partials() {
-    use arrow_worker::partial::PARTIALS_PREFIX;
-    let template = deployed(ON_DEMAND);
-    let statements = &template["Resources"]["ArrowWorkerRole"]["Properties"]["Policies"][0]["PolicyDocument"]
-        ["Statement"];
-    let mut readable = Vec::new();
-    for statement in statements.as_array().expect("statements") {
-        let actions = statement["Action"].to_string();
-        if actions.contains("s3:GetObject") || actions.contains("s3:*") {
-            match &statement["Resource"] {
-                serde_json::Value::Array(all) => readable.extend(all.iter().map(|r| r.to_string())),
-                one => readable.push(one.to_string()),
-            }
-        }
-    }
-    assert!(!readable.is_empty(), "the merge reads the partials");
-    for resource in readable {
-        assert!(
-            resource.contains(&format!("/{PARTIALS_PREFIX}*")),
-            "s3:GetObject on {resource}: the worker reads only {PARTIALS_PREFIX}"
-        );
-    }
-}
-
-/// Only passing failures reach SQS's redrive (the function dead-letters what
-/// can never succeed), so a valid order must survive a throttle or two:
-/// `MaxReceiveCount` cannot be set below 3.
-#[test]
-fn a_valid_order_survives_a_passing_failure_or_two() {
-    let template =
-        || Template::load(&workspace_root().join("template.yaml")).expect("template.yaml");
-    for refused in ["1", "2"] {
-        let deployed = template().with_parameters(&[("MaxReceiveCount", refused)]);
-        assert!(deployed.is_err(), "MaxReceiveCount {refused} is accepted");
-    }
-    assert!(
-        template()
-            .with_parameters(&[("MaxReceiveCount", "3")])
-            .is_ok()
-    );
-}
-
-/// The order processor may read the one key it opens its connections with
-/// (and no other): the template's condition names the code's key.
-#[test]
-fn the_connection_check_key_is_the_codes() {
-    use order_processor::dynamodb::CONNECTION_CHECK_ID;
-    let template = deployed(ON_DEMAND);
-    let statements = &template["Resources"]["OrderProcessorRole"]["Properties"]["Policies"][0]["PolicyDocument"]
-        ["Statement"];
-    let get_item = statements
-        .as_array()
-        .expect("statements")
-        .iter()
-        .find(|s| s["Action"].to_string().contains("dynamodb:GetItem"))
-        .expect("a GetItem statement");
-    let keys = &get_item["Condition"]["ForAllValues:StringEquals"]["dynamodb:LeadingKeys"];
-    assert_eq!(
-        keys,
-        &serde_json::json!([CONNECTION_CHECK_ID]),
-        "{get_item}"
-    );
-}
-
-/// The worker starts the report state machine by an ARN built from the
-/// machine's `Name` (a reference would be circular): the environment, the
-/// grant and the name must spell the same machine.
-#[test]
-fn the_worker_may_start_exactly_the_report_state_machine() {
-    let template = deployed(ON_DEMAND);
-    let resources = &template["Resources"];
-    let name = &resources["OrdersReportStateMachine"]["Properties"]["StateMachineName"];
-    assert_eq!(
-        name,
-        &serde_json::json!({"Fn::Sub": "${AWS::StackName}-orders-report"})
-    );
-    let arn = serde_json::json!({"Fn::Sub": "arn:${AWS::Partition}:states:${AWS::Region}:${AWS::AccountId}:stateMachine:${AWS::StackName}-orders-report"});
-    let env = &resources["ArrowWorkerFunction"]["Properties"]["Environment"]["Variables"];
-    assert_eq!(env["REPORT_STATE_MACHINE_ARN"], arn);
-    let statements =
-        &resources["ArrowWorkerRole"]["Properties"]["Policies"][0]["PolicyDocument"]["Statement"];
-    let start = statements
-        .as_array()
-        .expect("statements")
-        .iter()
-        .find(|s| s["Action"].to_string().contains("states:StartExecution"))
-        .expect("a StartExecution statement");
-    assert_eq!(start["Resource"], arn, "{start}");
 }

@@ -18,12 +18,21 @@ use std::time::{Duration, Instant};
 /// Test binaries running at once: the suite's machines have 2 cores.
 const AT_ONCE: usize = 2;
 
-/// Test binaries that run with nothing beside them (`package target`), and
-/// why. fan_out's one function scans 64,000 orders in DynamoDB Local within
-/// its Timeout, as on Lambda: beside another binary, DynamoDB Local served
-/// the scan too slowly, and it stopped at its deadline (of 100,000 orders
-/// then, `DeadlineTooShort` after 54,763 rows; tried).
-const RUN_ALONE: [&str; 1] = ["e2e fan_out"];
+/// The line of a test file's module docs that asks the suite to run it
+/// with nothing beside it, followed by why (the Arrow worker's `fan_out`:
+/// DynamoDB Local beside another binary served its scan too slowly).
+const RUN_ALONE: &str = "//! The suite runs this file alone:";
+
+/// Whether `binary` is an integration test whose source asks, with
+/// [`RUN_ALONE`], to run with nothing beside it.
+fn runs_alone(binary: &TestBinary) -> bool {
+    let Some((_, target)) = binary.name.split_once(' ') else {
+        return false;
+    };
+    let source = binary.dir.join("tests").join(format!("{target}.rs"));
+    std::fs::read_to_string(source)
+        .is_ok_and(|text| text.lines().any(|line| line.starts_with(RUN_ALONE)))
+}
 
 /// A test binary `cargo test --workspace` builds.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -41,17 +50,7 @@ pub fn run_all() -> Result<(), String> {
     let binaries = list()?;
     let logs = target_dir().join("suite-tests");
     std::fs::create_dir_all(&logs).map_err(|e| format!("{}: {e}", logs.display()))?;
-    for name in RUN_ALONE {
-        if !binaries.iter().any(|b| b.name == name) {
-            eprintln!(
-                "note: {name} of RUN_ALONE ({}) is no test binary here",
-                file!()
-            );
-        }
-    }
-    let (alone, shared): (Vec<_>, Vec<_>) = binaries
-        .into_iter()
-        .partition(|b| RUN_ALONE.contains(&b.name.as_str()));
+    let (alone, shared): (Vec<_>, Vec<_>) = binaries.into_iter().partition(runs_alone);
     let failed = Mutex::new(Vec::new());
     run_at_once(alone, 1, &logs, &failed);
     run_at_once(shared, AT_ONCE, &logs, &failed);
@@ -194,6 +193,22 @@ fn seconds(d: Duration) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_file_that_asks_to_run_alone_does() {
+        let root = crate::command::workspace_root();
+        let binary = |name: &str, dir: &str| TestBinary {
+            name: name.into(),
+            dir: root.join(dir),
+            executable: "/x".into(),
+        };
+        assert!(runs_alone(&binary(
+            "arrow-worker fan_out",
+            "functions/arrow-worker"
+        )));
+        assert!(!runs_alone(&binary("e2e emulator", "tests")));
+        assert!(!runs_alone(&binary("shared", "shared")));
+    }
 
     #[test]
     fn test_executables_are_listed_by_name_and_the_rest_left_out() {

@@ -3,7 +3,6 @@
 use order_processor::{
     config::Config, dynamodb::DynamoStore, handler::Handler, retry::Backoff, sqs::SqsDeadLetters,
 };
-use shared::aws::ClientSettings;
 
 // This binary's allocator: `Mimalloc`, `Jemalloc`, `Snmalloc` or `System`
 // (with the same feature of `shared` in Cargo.toml; `System` needs none).
@@ -22,18 +21,9 @@ async fn main() -> Result<(), lambda_runtime::Error> {
     // most 64) and a spare are opened now, during init, by as many reads of a
     // key no order has (`DynamoStore::answers`: data plane, never `DescribeTable`);
     // dead letters are rare: SQS's is not.
-    let attempt = Backoff::default();
-    let sdk = shared::aws::config_loader(&ClientSettings {
-        max_attempts: 1,
-        initial_backoff: attempt.base,
-        max_backoff: attempt.cap,
-        connect_timeout: attempt.attempt_timeout,
-        read_timeout: attempt.attempt_timeout,
-        attempt_timeout: attempt.attempt_timeout,
-        operation_timeout: attempt.attempt_timeout,
-    })
-    .load()
-    .await;
+    let sdk = shared::aws::config_loader(&Backoff::default().sdk_settings())
+        .load()
+        .await;
     let store = DynamoStore::new(aws_sdk_dynamodb::Client::new(&sdk), &config.table_name);
     if shared::aws::opens_connections(&init, &sdk) {
         shared::connections::open("DynamoDB", config.write_concurrency, || store.answers()).await;

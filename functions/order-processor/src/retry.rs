@@ -45,6 +45,23 @@ impl Default for Backoff {
     }
 }
 
+impl Backoff {
+    /// The SDK's settings under these retries: one attempt per call (the
+    /// retries are these, which know each invocation's deadline; the SDK's
+    /// would multiply the attempts), each attempt cut off as one of these.
+    pub fn sdk_settings(&self) -> shared::aws::ClientSettings {
+        shared::aws::ClientSettings {
+            max_attempts: 1,
+            initial_backoff: self.base,
+            max_backoff: self.cap,
+            connect_timeout: self.attempt_timeout,
+            read_timeout: self.attempt_timeout,
+            attempt_timeout: self.attempt_timeout,
+            operation_timeout: self.attempt_timeout,
+        }
+    }
+}
+
 /// Why an operation gave up.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum GaveUp {

@@ -5,11 +5,17 @@
 //! fails. It knows functions only through the template, the binaries and the
 //! sample events; what is one function's lives in that function's folder.
 
+pub mod bad_input;
+pub mod deployed;
 mod functions;
+pub mod fuzz;
 mod limits;
+pub mod managed_instances;
 mod scratch;
+pub mod secrets;
 mod servers;
 pub mod throttling_proxy;
+pub mod traces;
 
 pub use functions::*;
 pub use limits::*;

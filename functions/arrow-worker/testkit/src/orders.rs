@@ -47,21 +47,40 @@ pub fn items(n: usize, customers: u64, seed: u64) -> Vec<Item> {
             let customer = format!("cust-{:06}", rng.u64(0..customers.max(1)));
             let currency = CURRENCIES[rng.usize(0..CURRENCIES.len())];
             let ms = START_MS + rng.i64(0..30 * DAY_MS);
-            let mut item = order_item(
+            let item = order_item(
                 &customer,
                 currency,
                 ms,
                 rng.u64(1..1_000_000),
                 rng.u64(1..50),
             );
-            let order_id = format!("ord-{seed}-{i:08}");
-            if let Some(key) = shared::orders::day_shard(&order_id, ms) {
-                item.insert(attr::DAY_SHARD.into(), AttributeValue::S(key));
-            }
-            item.insert(attr::ORDER_ID.into(), AttributeValue::S(order_id));
-            item
+            keyed(item, format!("ord-{seed}-{i:08}"), ms)
         })
         .collect()
+}
+
+/// `count` orders, order `n` of customer `n % customers` (so every customer
+/// has one), over 30 days, in the table's schema.
+pub fn of_customers(count: u64, customers: u64) -> Vec<Item> {
+    (0..count)
+        .map(|n| {
+            let step = i64::try_from(n).expect("a few orders") * 60_000;
+            let ms = START_MS + step % (30 * DAY_MS);
+            let customer = format!("cust-{:06}", n % customers);
+            let item = order_item(&customer, "EUR", ms, 100 + n, 1 + n % 7);
+            keyed(item, format!("ord-{n:08}"), ms)
+        })
+        .collect()
+}
+
+/// `item` as the order `order_id` created at `ms` is stored: its key and,
+/// for the by-day index, its day shard.
+pub fn keyed(mut item: Item, order_id: String, ms: i64) -> Item {
+    if let Some(key) = shared::orders::day_shard(&order_id, ms) {
+        item.insert(attr::DAY_SHARD.into(), AttributeValue::S(key));
+    }
+    item.insert(attr::ORDER_ID.into(), AttributeValue::S(order_id));
+    item
 }
 
 /// Orders held in memory: item `i` belongs to segment `i % total_segments`,

@@ -1,95 +1,60 @@
 //! The fan-out at scale, through the template's own state machine on the local
-//! Step Functions engine: 64,000 orders of 16,000 customers (the items the
-//! order processor's store writes) aggregated by customer over 16 and over 64
-//! segments give exactly the answer of one function scanning the whole table.
+//! Step Functions engine: 64,000 orders of 16,000 customers (items in the
+//! table's shared schema, what the order processor's store writes)
+//! aggregated by customer over 16 and over 64 segments give exactly the
+//! answer of one function scanning the whole table.
 //! Inline partials of that fan-out would pass Step Functions' 256 KiB per
 //! state many times over; stored partials keep only references in the states,
 //! and the answer (over 6 MB) comes back as an S3 key. A state that really
 //! passes 256 KiB still fails the execution, and says why.
+//!
+//! The suite runs this file alone: its one function scans 64,000 orders in
+//! DynamoDB Local within its Timeout, as on Lambda, and beside another test
+//! binary DynamoDB Local served the scan too slowly (`DeadlineTooShort`).
 
+mod support;
+
+use arrow_worker::columns::Item;
 use aws_sdk_dynamodb::Client as DynamoDb;
-use aws_sdk_dynamodb::types::{PutRequest, WriteRequest};
 use aws_sdk_s3::Client as S3;
-use e2e::{DataDir, LocalAnalytics, LocalDynamoDb};
-use futures::StreamExt;
 use local_stack::emulator::Invocation;
 use local_stack::jvm::Compiler;
 use local_stack::lambda_api::LambdaApi;
 use local_stack::pool::Pool;
-use order_processor::dynamodb::item;
-use order_processor::order::validate;
 use serde_json::{Value, json};
+use shared::orders::attr;
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Instant;
+use support::{DataDir, LocalAnalytics, LocalDynamoDb, sample_order, write_items};
 use tokio::task::JoinHandle;
 
 const ORDERS: u64 = 64_000;
 const CUSTOMERS: u64 = 16_000;
-const ORDERS_TABLE: &str = "OrdersTable";
-
-/// Items per `BatchWriteItem` (DynamoDB's most).
-const BATCH: usize = 25;
-/// `BatchWriteItem` requests in flight at once.
-const BATCHES_IN_FLIGHT: usize = 16;
 
 /// Four orders per customer, in consecutive currencies: each customer pays in
 /// all four sample currencies, about 500 bytes of answer per customer (8 MB
-/// in all). Each validated, stored as the very item the order processor's
-/// store writes (`dynamodb::item`), 25 to a `BatchWriteItem`: the store's
-/// conditional `PutItem`, one request per order, would take minutes. A batch write
-/// replaces an item of the same key where the store's would refuse it, so the
-/// ids are checked distinct (and the full scan finds every order). Each batch
-/// is made while the ones before it are being written.
+/// in all). Written 25 to a `BatchWriteItem` (`support::write_items`): the
+/// order processor's conditional `PutItem`, one request per order, would
+/// take minutes. A batch write replaces an item of the same key where the
+/// store's would refuse it, so the ids are checked distinct (and the full
+/// scan finds every order).
 async fn write_orders(client: &DynamoDb) {
     let started = Instant::now();
-    let mut ids = HashSet::new();
-    futures::stream::iter((0..ORDERS).step_by(BATCH))
-        .map(|first| {
-            let requests = (first..ORDERS.min(first + BATCH as u64))
-                .map(|n| {
-                    let mut order = order_processor_testkit::orders::order(n);
-                    order.customer_id = format!("cust-{:06}", n / (ORDERS / CUSTOMERS));
-                    assert!(ids.insert(order.order_id.clone()), "one order per id");
-                    let order = validate(order).expect("sample orders are valid");
-                    let put = PutRequest::builder()
-                        .set_item(Some(item(&order)))
-                        .build()
-                        .expect("a put request");
-                    WriteRequest::builder().put_request(put).build()
-                })
-                .collect();
-            write_batch(client, requests)
-        })
-        .buffer_unordered(BATCHES_IN_FLIGHT)
-        .collect::<Vec<()>>()
-        .await;
+    let items: Vec<Item> = (0..ORDERS)
+        .map(|n| sample_order(n, &format!("cust-{:06}", n / (ORDERS / CUSTOMERS))))
+        .collect();
+    let ids: HashSet<&str> = items
+        .iter()
+        .filter_map(|item| item.get(attr::ORDER_ID)?.as_s().ok())
+        .map(String::as_str)
+        .collect();
+    assert_eq!(ids.len() as u64, ORDERS, "one order per id");
+    write_items(client, items).await;
     eprintln!(
         "{ORDERS} orders of {CUSTOMERS} customers written in {:.1} s",
         started.elapsed().as_secs_f64()
     );
-}
-
-/// Write `requests` to the orders table, again for any item DynamoDB leaves
-/// unprocessed, until every one is written.
-async fn write_batch(client: &DynamoDb, mut requests: Vec<WriteRequest>) {
-    while !requests.is_empty() {
-        let output = client
-            .batch_write_item()
-            .request_items(ORDERS_TABLE, requests)
-            .send()
-            .await
-            .unwrap_or_else(|e| {
-                panic!(
-                    "BatchWriteItem: {}",
-                    aws_sdk_dynamodb::error::DisplayErrorContext(e)
-                )
-            });
-        requests = output
-            .unprocessed_items
-            .and_then(|mut left| left.remove(ORDERS_TABLE))
-            .unwrap_or_default();
-    }
 }
 
 /// The Arrow worker behind a local Invoke API, with DynamoDB and S3.
@@ -106,7 +71,7 @@ fn stack(ddb: LocalDynamoDb) -> Stack {
     let mut analytics = LocalAnalytics::new();
     let mut env = ddb.env();
     env.extend(analytics.env());
-    let (pool, api) = e2e::worker_behind_invoke_api(&env);
+    let (pool, api) = support::worker_behind_invoke_api(&env);
     analytics.start(&api.endpoint());
     Stack {
         ddb,
@@ -193,7 +158,7 @@ async fn the_state_machine_fans_out_over_16_and_64_segments_to_one_scans_answer(
     // response limit but over what a state holds: stored too, not refused
     // by Step Functions.
     let execution = stack.analytics.run(
-        e2e::REPORT,
+        support::REPORT,
         &json!({"query": {"group_by": "customer"}, "total_segments": 16}),
     );
     assert!(execution.succeeded(), "{execution:?}");
@@ -223,7 +188,7 @@ async fn the_state_machine_fans_out_over_16_and_64_segments_to_one_scans_answer(
 fn one_function(stack: &Stack, query: &Value) -> JoinHandle<(Invocation, f64)> {
     let mut env = stack.ddb.env();
     env.extend(stack.analytics.env());
-    let single = e2e::start("arrow-worker", &env);
+    let single = support::start("arrow-worker", &env);
     let request = json!({"operation": "aggregate", "query": query}).to_string();
     tokio::task::spawn_blocking(move || {
         let started = Instant::now();
@@ -254,7 +219,7 @@ async fn fan_out(stack: &Stack, query: &Value, total_segments: u32) -> Value {
     let started = Instant::now();
     let run = format!("fan-out-{total_segments}");
     let client = stack.analytics.client();
-    let arn = stack.analytics.state_machine_arn(e2e::REPORT);
+    let arn = stack.analytics.state_machine_arn(support::REPORT);
     let input = json!({"query": query, "total_segments": total_segments});
     let started_arn = client
         .start_execution(arn, &input, Some(&run))
@@ -291,7 +256,7 @@ async fn a_state_past_256_kib_fails_the_execution_and_says_why() {
     // segment list to it and passes 256 KiB.
     let padding = "9".repeat(255 * 1024);
     let execution = stack.analytics.run(
-        e2e::REPORT,
+        support::REPORT,
         &json!({
             "query": {"group_by": "customer", "from": padding},
             "total_segments": 1_000,

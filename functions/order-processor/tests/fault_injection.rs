@@ -25,11 +25,8 @@
 //! whose store fake panics on a chosen order; the event source mapping's
 //! handling of `batchItemFailures` by those in `tools/local-stack/src/event_source.rs`.
 
-use e2e::throttling_proxy::{BURST_EVERY, BURST_LENGTH, ThrottlingProxy};
-use e2e::{
-    DataDir, LocalQueues, assert_reconciled, assert_within_memory_limit, invalid_bodies,
-    json_lines, lock, mixed, order_source, servers, servers_env, start, template,
-};
+mod support;
+
 use local_stack::dynamodb_local::DynamoDbLocal;
 use local_stack::elasticmq::{LocalQueue, depth, take_all};
 use local_stack::emulator::{Emulator, Invocation};
@@ -46,6 +43,11 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
+use support::throttling_proxy::{BURST_EVERY, BURST_LENGTH, ThrottlingProxy};
+use support::{
+    DataDir, LocalQueues, assert_reconciled, assert_within_memory_limit, invalid_bodies,
+    json_lines, lock, mixed, order_source, servers, servers_env, start, template,
+};
 
 // ------------------------------------------------------------------ scenarios
 

@@ -3,14 +3,16 @@
 //! `Input`, Lambda's retries after a function error, and the event in the
 //! function's `DeadLetterQueue` (with Lambda's error attributes) after the last.
 
+mod support;
+
 use aws_sdk_sqs::types::Message;
-use e2e::{LocalQueues, servers, servers_env, start, template};
 use local_stack::elasticmq::take_all;
 use local_stack::emulator::Emulator;
 use local_stack::local_aws::{NO_SERVER, function_env};
 use local_stack::schedule::{Firing, Outcome, fire};
 use local_stack::template::Schedule;
 use std::time::Duration;
+use support::{LocalQueues, servers, servers_env, start, template};
 
 /// The time the schedule fires for in these tests: Nov 4, 00:15 UTC, long
 /// before the clock.

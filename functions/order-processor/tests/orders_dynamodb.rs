@@ -1,7 +1,8 @@
 //! The order processor's handler against DynamoDB Local (started on a free
 //! loopback port, its table created from template.yaml, stopped afterwards).
 
-use e2e::{expected_hashes, sample_records, scratch, stored_hashes};
+mod support;
+
 use local_stack::dynamodb_local::{self, DynamoDbLocal};
 use local_stack::jvm::Compiler;
 use order_processor::config::Config;
@@ -11,11 +12,12 @@ use order_processor_testkit::dead_letters::{self, MemoryDeadLetters};
 use shared::invocation::Deadline;
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
+use support::{expected_hashes, sample_records, scratch, stored_hashes};
 
 const TABLE: &str = "OrdersTable";
 
 async fn create_tables(ddb: &DynamoDbLocal) {
-    let created = dynamodb_local::create_tables(&e2e::template(), &ddb.client())
+    let created = dynamodb_local::create_tables(&support::template(), &ddb.client())
         .await
         .expect("tables");
     assert_eq!(created, [TABLE, "ReportsTable"]);

@@ -5,10 +5,9 @@
 //! passes its memory size and is killed at the start of an invocation, before
 //! the handler has stored anything of that batch.
 
-use aws_sdk_dynamodb::config::retry::RetryConfig;
 use lambda_runtime::service_fn;
 use order_processor::{
-    config::Config, dynamodb::DynamoStore, handler::Handler, sqs::SqsDeadLetters,
+    config::Config, dynamodb::DynamoStore, handler::Handler, retry::Backoff, sqs::SqsDeadLetters,
 };
 use shared::config::number_or;
 use std::sync::{Arc, Mutex};
@@ -29,8 +28,7 @@ async fn main() -> Result<(), lambda_runtime::Error> {
     });
     let leak_bytes = usize::try_from(leak_mib << 20)?;
     // As the order processor: its own retries, none in the SDK.
-    let sdk = aws_config::defaults(aws_config::BehaviorVersion::latest())
-        .retry_config(RetryConfig::disabled())
+    let sdk = shared::aws::config_loader(&Backoff::default().sdk_settings())
         .load()
         .await;
     let store = DynamoStore::new(aws_sdk_dynamodb::Client::new(&sdk), &config.table_name);

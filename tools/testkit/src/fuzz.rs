@@ -1,23 +1,20 @@
-//! Fuzzing every parser of outside input, the stable engine (proptest). The
-//! checks of each target are defined once, in the function crates'
-//! `fuzz_checks` modules, and shared with the coverage-guided engine in
-//! `tools/fuzz/`; this file only generates inputs and bounds each call.
+//! A stable fuzzing engine (proptest) for any parser of outside input: a
+//! function's fuzz test gives a [`Target`] (its checks, defined once in the
+//! function's own test crate and shared with the coverage-guided engine of
+//! `tools/fuzz/`) and [`fuzz`] generates the inputs and bounds each call.
 //!
-//! Inputs per target: the seeds from `events/` (and each target's own), the
-//! edge inputs (a body at its parser's size limit and one byte past it; 64 KiB
-//! of the most JSON values per byte for parsers without a limit), then
-//! `FUZZ_CASES` generated inputs per round: seeds mutated (bit flips,
-//! insertions, deletions, truncation, splicing, tokens of the target's
-//! vocabulary, growth to the size limit, and, structure-aware, one JSON node
-//! replaced by another value), arbitrary bytes, arbitrary JSON.
-//! With `FUZZ_SECONDS` set, rounds go on until that many seconds have passed:
-//! the same test is the long run. A failure is kept in
-//! `fuzz_parsers.proptest-regressions` and replayed first.
+//! Inputs per target: its seeds (from `events/` and its own), its edge inputs
+//! (see [`zeros`], [`padded`]), then `FUZZ_CASES` generated inputs per round:
+//! seeds mutated (bit flips, insertions, deletions, truncation, splicing,
+//! tokens of the target's vocabulary, growth to the size limit, and,
+//! structure-aware, one JSON node replaced by another value), arbitrary
+//! bytes, arbitrary JSON. With `FUZZ_SECONDS` set, rounds go on until that
+//! many seconds have passed: the same test is the long run. A failure is kept
+//! in the `proptest-regressions` file beside the test's source and replayed
+//! first.
 //!
 //! Every input must: not panic, return within [`HANG_BOUND`], and leave the
-//! process's peak RSS under [`PEAK_RSS_BOUND`]. The parsers without a size
-//! limit of their own are bounded by Lambda's payload limit: a payload of that
-//! size must also stay under the bound.
+//! process's peak RSS under [`PEAK_RSS_BOUND`].
 
 use proptest::collection::vec;
 use proptest::prelude::*;
@@ -26,7 +23,6 @@ use proptest::test_runner::{Config, FileFailurePersistence, TestCaseError, TestR
 use serde_json::{Map, Number, Value};
 use std::io::Write;
 use std::panic::resume_unwind;
-use std::path::Path;
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
@@ -36,36 +32,37 @@ use std::time::{Duration, Instant};
 /// build, and at 0.9 s with the four targets in parallel on a loaded two-core
 /// machine; 10 s is ten times that, so a busy machine does not fail the suite,
 /// while work quadratic in a 64 KiB input would still cross it.
-const HANG_BOUND: Duration = Duration::from_secs(10);
+pub const HANG_BOUND: Duration = Duration::from_secs(10);
 /// Peak RSS of this test process (all four targets in parallel, and the
 /// Lambda-sized payloads): a bound a leak or an amplification would cross.
-const PEAK_RSS_BOUND: u64 = 512 << 20;
+pub const PEAK_RSS_BOUND: u64 = 512 << 20;
 /// The edge input of the parsers without a size limit of their own.
-const UNLIMITED_EDGE_BYTES: usize = 64 * 1024;
-/// Lambda's largest synchronous invocation payload (and Function URL body).
-const LAMBDA_PAYLOAD_BYTES: usize = 6 * 1024 * 1024;
+pub const UNLIMITED_EDGE_BYTES: usize = 64 * 1024;
+/// Lambda's largest synchronous invocation payload (and Function URL body):
+/// the size limit of the parsers without one of their own.
+pub const LAMBDA_PAYLOAD_BYTES: usize = 6 * 1024 * 1024;
 /// Generated inputs per target and round, unless `FUZZ_CASES` says otherwise.
 const DEFAULT_CASES: u32 = 500;
 
 /// One parser under test.
-struct Target {
-    name: &'static str,
-    seeds: Vec<Vec<u8>>,
-    edges: Vec<Vec<u8>>,
+pub struct Target {
+    pub name: &'static str,
+    /// The test's source file (`file!()`): its failures are kept beside it.
+    pub source_file: &'static str,
+    pub seeds: Vec<Vec<u8>>,
+    pub edges: Vec<Vec<u8>>,
     /// The parser's own size limit, for the growth mutation.
-    size_limit: Option<usize>,
-    vocabulary: &'static [&'static str],
+    pub size_limit: Option<usize>,
+    pub vocabulary: &'static [&'static str],
     /// Whether arbitrary JSON is a useful input.
-    json: bool,
-    check: fn(&[u8]) -> Result<(), String>,
-}
-
-fn events(function: &str) -> Vec<Value> {
-    local_stack::events::json_of(function).unwrap_or_else(|e| panic!("{e}"))
+    pub json: bool,
+    /// The checks: `Err(what)` when a property is broken; a panic is left
+    /// to propagate.
+    pub check: fn(&[u8]) -> Result<(), String>,
 }
 
 /// A JSON array of zeros `len` bytes long (at least 3): the most values per byte.
-fn zeros(len: usize) -> Vec<u8> {
+pub fn zeros(len: usize) -> Vec<u8> {
     let mut body = b"[0".to_vec();
     while body.len() + 3 <= len {
         body.extend_from_slice(b",0");
@@ -76,98 +73,10 @@ fn zeros(len: usize) -> Vec<u8> {
 }
 
 /// A valid seed padded with leading spaces to exactly `len` bytes.
-fn padded(seed: &[u8], len: usize) -> Vec<u8> {
+pub fn padded(seed: &[u8], len: usize) -> Vec<u8> {
     let mut body = vec![b' '; len.saturating_sub(seed.len())];
     body.extend_from_slice(seed);
     body
-}
-
-#[test]
-fn sqs_order_bodies() {
-    use order_processor_testkit::fuzz::{SIZE_LIMIT, VOCABULARY, check, seeds};
-    let seeds: Vec<Vec<u8>> = events("order-processor").iter().flat_map(seeds).collect();
-    let edges = vec![
-        padded(&seeds[0], SIZE_LIMIT),
-        padded(&seeds[0], SIZE_LIMIT + 1),
-        zeros(SIZE_LIMIT),
-        zeros(SIZE_LIMIT + 1),
-    ];
-    fuzz(&Target {
-        name: "sqs order body",
-        seeds,
-        edges,
-        size_limit: Some(SIZE_LIMIT),
-        vocabulary: VOCABULARY,
-        json: true,
-        check,
-    });
-}
-
-#[test]
-fn hasher_requests_direct_and_function_url() {
-    use password_hasher_testkit::fuzz::{VOCABULARY, check, seeds};
-    fuzz(&Target {
-        name: "hasher request",
-        seeds: seeds(&events("password-hasher")),
-        edges: vec![zeros(UNLIMITED_EDGE_BYTES)],
-        size_limit: None,
-        vocabulary: VOCABULARY,
-        json: true,
-        check,
-    });
-}
-
-#[test]
-fn arrow_worker_requests() {
-    use arrow_worker_testkit::fuzz::{VOCABULARY, check_request, request_seeds};
-    fuzz(&Target {
-        name: "arrow request",
-        seeds: request_seeds(&events("arrow-worker")),
-        edges: vec![zeros(UNLIMITED_EDGE_BYTES)],
-        size_limit: None,
-        vocabulary: VOCABULARY,
-        json: true,
-        check: check_request,
-    });
-}
-
-#[test]
-fn dynamodb_items_read_back() {
-    use arrow_worker_testkit::fuzz::{check_items, item_seeds};
-    fuzz(&Target {
-        name: "dynamodb items",
-        seeds: item_seeds(),
-        edges: vec![vec![0xFF; UNLIMITED_EDGE_BYTES]],
-        size_limit: None,
-        vocabulary: &[],
-        json: false,
-        check: check_items,
-    });
-}
-
-/// The hasher's and the Arrow worker's parsers have no size limit of their
-/// own: Lambda's is theirs. A payload of that size with the most JSON values
-/// per byte is refused with a message, within the memory bound.
-#[test]
-fn lambda_sized_payloads_stay_within_the_memory_bound() {
-    let payload = zeros(LAMBDA_PAYLOAD_BYTES);
-    let before = shared::memory::snapshot().peak_rss_bytes;
-    let hasher = password_hasher::request::parse(&payload, &Default::default());
-    assert!(!hasher.expect_err("an array is no request").0.is_empty());
-    let after_hasher = shared::memory::snapshot().peak_rss_bytes;
-    // The runtime decodes the Arrow worker's payload; the parser gets the value.
-    let value: Value = serde_json::from_slice(&payload).expect("JSON");
-    let arrow = arrow_worker::request::parse(value);
-    assert!(!arrow.expect_err("an array is no request").0.is_empty());
-    let after_arrow = shared::memory::snapshot().peak_rss_bytes;
-    println!(
-        "{} MiB payloads: process peak RSS {:.1} MiB before, {:.1} MiB after the hasher's parse, {:.1} MiB after the Arrow worker's",
-        shared::memory::mib(payload.len() as u64),
-        shared::memory::mib(before),
-        shared::memory::mib(after_hasher),
-        shared::memory::mib(after_arrow)
-    );
-    assert!(after_arrow < PEAK_RSS_BOUND, "peak RSS {after_arrow} bytes");
 }
 
 fn env_number(name: &str, default: u64) -> u64 {
@@ -180,7 +89,7 @@ fn env_number(name: &str, default: u64) -> u64 {
 }
 
 /// Run the seeds, the edges, then rounds of generated inputs.
-fn fuzz(target: &Target) {
+pub fn fuzz(target: &Target) {
     let cases = u32::try_from(env_number("FUZZ_CASES", DEFAULT_CASES.into())).expect("FUZZ_CASES");
     let seconds = Duration::from_secs(env_number("FUZZ_SECONDS", 0));
     let started = Instant::now();
@@ -194,7 +103,7 @@ fn fuzz(target: &Target) {
     loop {
         let mut runner = TestRunner::new(Config {
             cases,
-            source_file: Some(file!()),
+            source_file: Some(target.source_file),
             failure_persistence: Some(Box::new(FileFailurePersistence::WithSource(
                 "proptest-regressions",
             ))),
@@ -267,7 +176,8 @@ fn bounded(target: &Target, input: &[u8]) -> Result<Duration, String> {
 /// such calls, each leaving a thread spinning: save the input, say where, and
 /// end the test process now.
 fn hung(what: &str, input: &[u8]) -> ! {
-    let path = Path::new(env!("CARGO_TARGET_TMPDIR"))
+    let path = crate::workspace_root()
+        .join("target")
         .join(format!("fuzz-hang-{}.bin", std::process::id()));
     let saved = match std::fs::write(&path, input) {
         Ok(()) => format!("saved to {}", path.display()),

@@ -4,14 +4,16 @@
 //! redrive policy comes from `template.yaml`, on a standard queue and, with
 //! the `OrdersQueueFifo` parameter, on a FIFO queue.
 
-use e2e::{
-    LocalQueues, assert_reconciled, expected_hashes, invalid_bodies, json_lines, order_source,
-    servers, servers_env, start, start_from, stored_hashes, template,
-};
+mod support;
+
 use local_stack::elasticmq::{LocalQueue, send, take_all};
 use local_stack::event_source::EventSource;
 use order_processor::dead_letter::attr;
 use std::time::{Duration, Instant};
+use support::{
+    LocalQueues, assert_reconciled, expected_hashes, invalid_bodies, json_lines, order_source,
+    servers, servers_env, start, start_from, stored_hashes, template,
+};
 
 const VALID: u64 = 450;
 const DUPLICATES: u64 = 20;

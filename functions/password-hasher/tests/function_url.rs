@@ -5,7 +5,6 @@
 //! invocation; a binary body reaches the function base64-encoded; and the
 //! event the server builds for the sample's request is the sample.
 
-use e2e::template;
 use local_stack::emulator::Invocation;
 use local_stack::function_url::{
     ACCESS_KEY_ID, EventContext, FunctionUrl, Invoke, SECRET_ACCESS_KEY, event,
@@ -16,6 +15,7 @@ use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::process::Command;
 use std::sync::{Arc, Mutex};
+use testkit::template;
 
 const HASH: &str = r#"{"operation":"hash","cost":4,"passwords":["pw-through-the-url"]}"#;
 
@@ -29,7 +29,7 @@ fn hasher_url() -> (FunctionUrl, Arc<Mutex<Vec<Value>>>) {
         .function_url(&function)
         .unwrap_or_else(|e| panic!("{e}"))
         .expect("the hasher has a FunctionUrlConfig");
-    let pool = Arc::new(e2e::pool(
+    let pool = Arc::new(testkit::pool(
         &template,
         "password-hasher",
         &[],

@@ -9,12 +9,14 @@
 //! partials of a few hundred MB instead of gigabytes (minutes of encoding and
 //! moto's memory).
 
+mod support;
+
 use aws_sdk_s3::Client as S3;
 use aws_sdk_s3::primitives::ByteStream;
-use e2e::{LocalAnalytics, assert_within_memory_limit, binary, mib};
 use local_stack::emulator::Emulator;
 use local_stack::local_aws::{NO_SERVER, function_env};
 use serde_json::{Value, json};
+use support::{LocalAnalytics, assert_within_memory_limit, binary, mib};
 
 use arrow_worker::answer::{Answer, Group, Money, Rows, Stats};
 use arrow_worker::partial::{self, StoredPartial};
@@ -25,12 +27,12 @@ const MEMORY_MB: u32 = 256;
 
 /// The worker at [`MEMORY_MB`], reading the analytics bucket of `analytics`.
 fn worker(analytics: &LocalAnalytics) -> Emulator {
-    let mut function = e2e::function("arrow-worker");
+    let mut function = support::function("arrow-worker");
     function.memory_mb = MEMORY_MB;
     let mut env = function_env(&[("AWS_ENDPOINT_URL_DYNAMODB", NO_SERVER)]);
     env.extend(analytics.env());
     let rie = local_stack::tools::emulator().unwrap_or_else(|e| panic!("{e}"));
-    let log = e2e::scratch("merge-memory").with_extension("log");
+    let log = support::scratch("merge-memory").with_extension("log");
     Emulator::start(&rie, &binary("arrow-worker"), &function, &env, &log)
         .unwrap_or_else(|e| panic!("{e}"))
 }

@@ -1,63 +1,57 @@
-//! The Arrow worker against DynamoDB Local, over orders written through the
-//! order processor's own store: one full scan, segments + merge, and a
-//! straightforward reference computation (money per group and currency) all
-//! agree; malformed items are skipped and counted; the daily report reads
-//! only its day (through the day index) and lands in the reports table.
+//! The Arrow worker against DynamoDB Local, over order items in the table's
+//! shared schema (`shared::orders`, what the order processor writes): one
+//! full scan, segments + merge, and a straightforward reference computation
+//! (money per group and currency, from the items' attributes) all agree;
+//! malformed items are skipped and counted; the daily report reads only its
+//! day (through the day index) and lands in the reports table.
+
+mod support;
 
 use arrow_worker::answer::{Answer, Group};
 use arrow_worker::aws::AwsStore;
+use arrow_worker::columns::Item;
 use arrow_worker::config::Config;
 use arrow_worker::dynamodb::{DynamoTables, report_attr};
 use arrow_worker::handler::Handler;
 use arrow_worker::query::{GroupBy, MAX_LIMIT, Query, Segment};
 use aws_sdk_dynamodb::types::AttributeValue;
-use e2e::LocalDynamoDb;
-use futures::future::join_all;
-use order_processor::dynamodb::DynamoStore as OrderStore;
-use order_processor::order::{ValidOrder, validate};
-use order_processor::store::{OrderStore as _, PutOutcome};
+use shared::orders::attr;
 use std::collections::BTreeMap;
+use support::{LocalDynamoDb, ORDERS_TABLE, sample_order, write_items};
 
 const ORDERS: u64 = 3_000;
-const ORDERS_TABLE: &str = "OrdersTable";
 const REPORTS_TABLE: &str = "ReportsTable";
 
-/// Sample orders `step` minutes apart (the samples wrap around after 30 days).
-fn valid_orders(step: u64) -> Vec<ValidOrder> {
+/// Sample orders `step` minutes apart (they wrap around after 30 days), of
+/// 50 customers: `cust-NNN` for order `n * step` is its number modulo 50, so
+/// (currencies going round four) each customer pays in two currencies.
+fn order_items(step: u64) -> Vec<Item> {
     (0..ORDERS)
-        .map(|n| {
-            validate(order_processor_testkit::orders::order(n * step))
-                .expect("sample orders are valid")
-        })
+        .map(|n| sample_order(n * step, &format!("cust-{:03}", (n * step) % 50)))
         .collect()
 }
 
-async fn write_orders(ddb: &LocalDynamoDb, orders: &[ValidOrder]) {
-    let store = OrderStore::new(ddb.server.client(), ORDERS_TABLE);
-    for chunk in orders.chunks(50) {
-        for outcome in join_all(chunk.iter().map(|o| store.put_order(o))).await {
-            assert_eq!(outcome.expect("put"), PutOutcome::Written);
-        }
-    }
+async fn write_orders(ddb: &LocalDynamoDb, orders: &[Item]) {
+    let client = ddb.server.client();
+    write_items(&client, orders.to_vec()).await;
     // Items the worker must skip, not crash on: a missing total, a total of
     // the wrong type, a negative quantity.
-    let client = ddb.server.client();
     let broken = [
-        ("bad-1", "total_cents", None),
+        ("bad-1", attr::TOTAL_CENTS, None),
         (
             "bad-2",
-            "total_cents",
+            attr::TOTAL_CENTS,
             Some(AttributeValue::S("lots".into())),
         ),
         (
             "bad-3",
-            "total_quantity",
+            attr::TOTAL_QUANTITY,
             Some(AttributeValue::N("-2".into())),
         ),
     ];
     for (id, attribute, value) in broken {
-        let mut item = order_processor::dynamodb::item(&orders[0]);
-        item.insert("order_id".into(), AttributeValue::S(id.into()));
+        let mut item = orders[0].clone();
+        item.insert(attr::ORDER_ID.into(), AttributeValue::S(id.into()));
         match value {
             Some(v) => item.insert(attribute.into(), v),
             None => item.remove(attribute),
@@ -72,27 +66,54 @@ async fn write_orders(ddb: &LocalDynamoDb, orders: &[ValidOrder]) {
     }
 }
 
+/// A string attribute of an item this test wrote.
+fn text<'a>(item: &'a Item, name: &str) -> &'a str {
+    item.get(name)
+        .and_then(|v| v.as_s().ok())
+        .unwrap_or_else(|| panic!("no string {name} in {item:?}"))
+}
+
+/// A number attribute of an item this test wrote.
+fn number<T: std::str::FromStr>(item: &Item, name: &str) -> T {
+    item.get(name)
+        .and_then(|v| v.as_n().ok())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no number {name} in {item:?}"))
+}
+
+/// The UTC day (`YYYY-MM-DD`) of an item's `created_at_ms`, by `time`'s
+/// calendar (not the worker's `day_of`).
+fn utc_day(item: &Item) -> String {
+    let ms: i64 = number(item, attr::CREATED_AT_MS);
+    time::OffsetDateTime::from_unix_timestamp(ms.div_euclid(1_000))
+        .unwrap_or_else(|e| panic!("{ms} ms: {e}"))
+        .date()
+        .to_string()
+}
+
 /// Per group and currency: orders, and the sum, min and max of their totals.
 type Summary = Vec<(String, String, u64, u64, u64, u64)>;
 
-fn reference(orders: &[ValidOrder], group_by: GroupBy, window: (i64, i64)) -> Summary {
+fn reference(orders: &[Item], group_by: GroupBy, window: (i64, i64)) -> Summary {
     let mut groups: BTreeMap<(String, String), (u64, u64, u64, u64)> = BTreeMap::new();
     for o in orders
         .iter()
-        .filter(|o| (window.0..window.1).contains(&o.created_at_ms))
+        .filter(|o| (window.0..window.1).contains(&number(o, attr::CREATED_AT_MS)))
     {
+        let currency = text(o, attr::CURRENCY);
         let key = match group_by {
-            GroupBy::Customer => o.order.customer_id.clone(),
-            GroupBy::Currency => o.order.currency.clone(),
-            GroupBy::Day => o.order.created_at[..10].to_owned(),
+            GroupBy::Customer => text(o, attr::CUSTOMER_ID).to_owned(),
+            GroupBy::Currency => currency.to_owned(),
+            GroupBy::Day => utc_day(o),
         };
+        let total: u64 = number(o, attr::TOTAL_CENTS);
         let g = groups
-            .entry((key, o.order.currency.clone()))
+            .entry((key, currency.to_owned()))
             .or_insert((0, 0, u64::MAX, 0));
         g.0 += 1;
-        g.1 += o.order.total_cents;
-        g.2 = g.2.min(o.order.total_cents);
-        g.3 = g.3.max(o.order.total_cents);
+        g.1 += total;
+        g.2 = g.2.min(total);
+        g.3 = g.3.max(total);
     }
     groups
         .into_iter()
@@ -131,7 +152,7 @@ fn worker(ddb: &LocalDynamoDb, workers: usize) -> Handler<AwsStore> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn segments_and_merge_equal_a_full_scan_and_the_reference() {
     let ddb = LocalDynamoDb::start().await;
-    let orders = valid_orders(1);
+    let orders = order_items(1);
     write_orders(&ddb, &orders).await;
     let w = worker(&ddb, 2);
 
@@ -162,7 +183,7 @@ async fn segments_and_merge_equal_a_full_scan_and_the_reference() {
         let full = w.aggregate(query.clone(), None).await.expect("full scan");
         assert_eq!(summary(&full.groups), expected, "{group_by:?}");
         if group_by == GroupBy::Customer {
-            // The sample customers pay in two currencies each: never summed.
+            // The customers pay in two currencies each: never summed.
             assert!(full.groups.iter().all(|g| g.money.len() == 2));
         }
         assert_eq!(full.rows.scanned, ORDERS + 3);
@@ -198,18 +219,17 @@ async fn segments_and_merge_equal_a_full_scan_and_the_reference() {
 async fn the_daily_report_reads_only_its_day_and_is_stored_as_an_item() {
     let ddb = LocalDynamoDb::start().await;
     // 3,000 orders 15 minutes apart: 30 days, about 100 orders a day.
-    let orders = valid_orders(15);
+    let orders = order_items(15);
     write_orders(&ddb, &orders).await;
     let w = worker(&ddb, 2);
     let day = "2026-11-12";
     let from = time::macros::datetime!(2026-11-12 00:00 UTC).unix_timestamp() * 1_000;
     let window = (from, from + 86_400_000);
-    let days: std::collections::BTreeSet<&str> =
-        orders.iter().map(|o| &o.order.created_at[..10]).collect();
+    let days: std::collections::BTreeSet<String> = orders.iter().map(utc_day).collect();
     assert_eq!(days.len(), 30, "the table holds 30 days");
     let of_the_day = orders
         .iter()
-        .filter(|o| (window.0..window.1).contains(&o.created_at_ms))
+        .filter(|o| (window.0..window.1).contains(&number(o, attr::CREATED_AT_MS)))
         .count() as u64;
 
     let event = lambda_runtime::LambdaEvent::new(

@@ -1,0 +1,43 @@
+//! Fuzzing the hasher's request, direct and through a Function URL, the
+//! stable engine (proptest, `testkit::fuzz`): the checks are
+//! `password_hasher_testkit::fuzz`, shared with the coverage-guided engine of
+//! `tools/fuzz/`.
+
+use password_hasher_testkit::fuzz::{VOCABULARY, check, seeds};
+use testkit::fuzz::{
+    LAMBDA_PAYLOAD_BYTES, PEAK_RSS_BOUND, Target, UNLIMITED_EDGE_BYTES, fuzz, zeros,
+};
+
+#[test]
+fn hasher_requests_direct_and_function_url() {
+    let events = local_stack::events::json_of("password-hasher").unwrap_or_else(|e| panic!("{e}"));
+    fuzz(&Target {
+        name: "hasher request",
+        source_file: file!(),
+        seeds: seeds(&events),
+        edges: vec![zeros(UNLIMITED_EDGE_BYTES)],
+        size_limit: None,
+        vocabulary: VOCABULARY,
+        json: true,
+        check,
+    });
+}
+
+/// The parser has no size limit of its own: Lambda's is its. A payload of
+/// that size with the most JSON values per byte is refused with a message,
+/// within the memory bound.
+#[test]
+fn a_lambda_sized_payload_stays_within_the_memory_bound() {
+    let payload = zeros(LAMBDA_PAYLOAD_BYTES);
+    let before = shared::memory::snapshot().peak_rss_bytes;
+    let parsed = password_hasher::request::parse(&payload, &Default::default());
+    assert!(!parsed.expect_err("an array is no request").0.is_empty());
+    let after = shared::memory::snapshot().peak_rss_bytes;
+    println!(
+        "{} MiB payload: process peak RSS {:.1} MiB before, {:.1} MiB after the parse",
+        shared::memory::mib(payload.len() as u64),
+        shared::memory::mib(before),
+        shared::memory::mib(after),
+    );
+    assert!(after < PEAK_RSS_BOUND, "peak RSS {after} bytes");
+}
