@@ -35,9 +35,15 @@ async fn marked_orders(dynamodb: &LocalDynamoDb) -> Vec<String> {
         let mut item = order_item(&customer, "EUR", ms, 1_000 * n, n);
         item.insert(attr::ORDER_ID.into(), AttributeValue::S(order_id.clone()));
         items.push(item);
+        // As long as a client's order is (the worker quotes at most the
+        // start of a bad value: a short body would be quoted whole).
+        let lines: Vec<_> = (1..=4)
+            .map(|l| json!({"sku": format!("SKU-{n}-{l}"), "quantity": l, "unit_price_cents": 250}))
+            .collect();
         bodies.push(
             json!({"order_id": order_id, "customer_id": customer, "currency": "EUR",
-                   "total_cents": 1_000 * n, "note": ORDER_MARKER})
+                   "items": lines, "total_cents": 1_000 * n, "note": ORDER_MARKER,
+                   "created_at": "2026-11-01T00:01:00Z"})
             .to_string(),
         );
     }
