@@ -25,7 +25,9 @@ use crate::concurrency::Concurrency;
 use crate::config::{ConfigError, Env, parse_in_range};
 use std::fmt;
 
-/// Memory that buys one vCPU's worth of CPU time on Lambda.
+/// Memory that buys one vCPU's worth of CPU time on Lambda: the one place
+/// the rule lives (the local stack's CPU quota and the Arrow worker's
+/// defaults take it from here).
 pub const MB_PER_VCPU: u64 = 1_769;
 /// Most vCPUs a Lambda function gets by the 1,769 MB rule (at 10,240 MB).
 pub const MAX_LAMBDA_VCPUS: usize = 6;
@@ -116,13 +118,6 @@ pub fn lambda_share(memory_mb: u64) -> Option<usize> {
     let share = memory_mb.div_ceil(MB_PER_VCPU).max(1);
     (memory_mb <= MAX_RULE_MEMORY_MB)
         .then(|| usize::try_from(share).map_or(MAX_LAMBDA_VCPUS, |s| s.min(MAX_LAMBDA_VCPUS)))
-}
-
-/// The CPU time Lambda gives a function of `memory_mb` in each `period_us`
-/// microseconds (one vCPU's worth per [`MB_PER_VCPU`], rounded up to the
-/// microsecond): the quota a local stack gives a function to behave like it.
-pub fn cpu_time_per_period(memory_mb: u64, period_us: u64) -> u64 {
-    memory_mb.saturating_mul(period_us).div_ceil(MB_PER_VCPU)
 }
 
 /// Whole CPUs allowed by a quota of `quota` per `period` (rounded up, at least 1).

@@ -3,8 +3,9 @@
 use shared::config::{ConfigError, Env, number_or, parse_in_range, table_name};
 use std::time::Duration;
 
-/// Memory size assumed when `AWS_LAMBDA_FUNCTION_MEMORY_SIZE` is unset (tests, tools).
-pub const DEFAULT_MEMORY_MB: u64 = 1_769;
+/// Memory size assumed when `AWS_LAMBDA_FUNCTION_MEMORY_SIZE` is unset (tests,
+/// tools): one vCPU's worth, the template's size.
+pub const DEFAULT_MEMORY_MB: u64 = shared::vcpus::MB_PER_VCPU;
 /// Rows one invocation may hold, per MB of function memory (about 100 bytes a
 /// row in Arrow, twice while combining, leaves most memory to the rest).
 pub const ROWS_PER_MB: u64 = 1_000;

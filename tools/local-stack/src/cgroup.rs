@@ -1,7 +1,9 @@
 //! A cgroup per function process: the CPU time Lambda gives the function's
 //! memory size (one vCPU per 1,769 MB on demand; on Lambda Managed Instances
 //! its memory over its memory per vCPU; at most the machine's cores) and a
-//! memory limit of that size.
+//! memory limit of that size. [`Share::of`] decides a function's share (on
+//! demand by `shared::vcpus`'s rule, the one the functions size their threads
+//! by), [`quota`] turns a share into CPU time per [`PERIOD_US`].
 //!
 //! cgroup v1 (`cpu` and `memory` controllers, writable as root): `cpu.cfs_quota_us`
 //! per `cpu.cfs_period_us`, `memory.limit_in_bytes` (and `memory.memsw.limit_in_bytes`
@@ -58,6 +60,34 @@ impl Limits {
     }
 }
 
+/// The CPU Lambda gives a function: its memory over the memory that buys one
+/// vCPU.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Share {
+    /// The function's memory size.
+    pub memory_mb: u64,
+    /// The memory that buys one vCPU's worth of CPU time.
+    pub mb_per_vcpu: u64,
+}
+
+impl Share {
+    /// The share of a function of `memory_mb`: on demand (`managed` is
+    /// `None`) one vCPU per `shared::vcpus::MB_PER_VCPU`, the rule the
+    /// functions size their threads by; on Lambda Managed Instances its
+    /// memory per vCPU ([`ManagedInstances::mb_per_vcpu`]), not the 1,769 MB rule.
+    pub fn of(memory_mb: u64, managed: Option<ManagedInstances>) -> Self {
+        Self {
+            memory_mb,
+            mb_per_vcpu: managed.map_or(shared::vcpus::MB_PER_VCPU, ManagedInstances::mb_per_vcpu),
+        }
+    }
+
+    /// The share in vCPUs, unrounded (256 MB on demand: 0.14).
+    pub fn vcpus(self) -> f64 {
+        self.memory_mb as f64 / self.mb_per_vcpu.max(1) as f64
+    }
+}
+
 /// A CPU quota per [`PERIOD_US`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Quota {
@@ -67,40 +97,53 @@ pub struct Quota {
     pub capped: bool,
 }
 
-/// Lambda's CPU share for `memory_mb` (the functions' own rule,
-/// `shared::vcpus::cpu_time_per_period`), at most `cores` whole CPUs.
-pub fn cpu_quota(memory_mb: u64, cores: usize) -> Quota {
-    capped(
-        shared::vcpus::cpu_time_per_period(memory_mb, PERIOD_US),
-        cores,
-    )
-}
-
-/// The CPU quota of a function of `memory_mb`: on demand Lambda's share
-/// ([`cpu_quota`]); on Lambda Managed Instances (`managed`) its memory over
-/// its memory per vCPU ([`ManagedInstances::cpu_time_per_period`]), not the
-/// 1,769 MB rule; at most `cores` whole CPUs either way.
-pub fn function_quota(memory_mb: u32, managed: Option<ManagedInstances>, cores: usize) -> Quota {
-    match managed {
-        None => cpu_quota(u64::from(memory_mb), cores),
-        Some(managed) => capped(managed.cpu_time_per_period(memory_mb, PERIOD_US), cores),
-    }
-}
-
-/// The CPU time per period an on-demand init may use: one whole vCPU, or the
-/// share where that is more (see the module's documentation).
-pub fn init_quota(share: Quota) -> u64 {
-    share.quota_us.max(PERIOD_US)
-}
-
-/// `share` of CPU time per period, at most `cores` whole CPUs.
-fn capped(share: u64, cores: usize) -> Quota {
+/// `share` as CPU time per [`PERIOD_US`] (one period per vCPU, rounded up
+/// to the microsecond), at most `cores` whole CPUs.
+pub fn quota(share: Share, cores: usize) -> Quota {
+    let wanted = share
+        .memory_mb
+        .saturating_mul(PERIOD_US)
+        .div_ceil(share.mb_per_vcpu.max(1));
     let cap = u64::try_from(cores.max(1))
         .unwrap_or(u64::MAX)
         .saturating_mul(PERIOD_US);
     Quota {
-        quota_us: share.min(cap),
-        capped: share > cap,
+        quota_us: wanted.min(cap),
+        capped: wanted > cap,
+    }
+}
+
+/// The CPU quota of an on-demand function of `memory_mb` ([`quota`] of
+/// its [`Share`]).
+pub fn cpu_quota(memory_mb: u64, cores: usize) -> Quota {
+    quota(Share::of(memory_mb, None), cores)
+}
+
+/// The CPU quota of a function of `memory_mb` on Lambda Managed Instances
+/// (`managed`) or on demand (`None`) ([`quota`] of its [`Share`]).
+pub fn function_quota(memory_mb: u32, managed: Option<ManagedInstances>, cores: usize) -> Quota {
+    quota(Share::of(u64::from(memory_mb), managed), cores)
+}
+
+/// The CPU time per period an on-demand init may use: one whole vCPU, or the
+/// quota where that is more (see the module's documentation).
+pub fn init_quota(quota: Quota) -> u64 {
+    quota.quota_us.max(PERIOD_US)
+}
+
+/// Say that `cores` cap `share`'s quota: once per share, not at every
+/// process started (at most one entry per memory size and memory per vCPU
+/// Lambda allows).
+fn say_capped(share: Share, cores: usize) {
+    static SAID: Mutex<Vec<Share>> = Mutex::new(Vec::new());
+    let mut said = SAID.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    if !said.contains(&share) {
+        said.push(share);
+        eprintln!(
+            "{} MB buys {:.2} vCPUs on Lambda; this machine has {cores}: the CPU quota is {cores}",
+            share.memory_mb,
+            share.vcpus()
+        );
     }
 }
 
@@ -145,8 +188,8 @@ pub fn enforced_with(limits: Limits) -> Result<(), String> {
 #[derive(Debug)]
 pub struct Cgroup {
     dirs: Vec<PathBuf>,
-    /// The CPU share it holds outside an on-demand init.
-    share: Quota,
+    /// The CPU quota it holds outside an on-demand init.
+    quota: Quota,
 }
 
 impl Cgroup {
@@ -178,53 +221,36 @@ impl Cgroup {
 
     /// A new cgroup with the CPU quota and memory limit of `memory_mb` on demand.
     pub fn create(memory_mb: u64) -> Result<Self, String> {
-        let cores = std::thread::available_parallelism().map_or(1, usize::from);
-        let quota = cpu_quota(memory_mb, cores);
-        let vcpus = memory_mb as f64 / shared::vcpus::MB_PER_VCPU as f64;
-        Self::create_with(memory_mb, quota, vcpus, cores)
+        Self::create_with(Share::of(memory_mb, None))
     }
 
     /// A new cgroup for a function of `memory_mb` on Lambda Managed Instances
-    /// (`managed`) or on demand (`None`): its quota ([`function_quota`]) and
+    /// (`managed`) or on demand (`None`): the [`quota`] of its [`Share`] and
     /// a memory limit of `memory_mb`.
     pub fn create_on(memory_mb: u32, managed: Option<ManagedInstances>) -> Result<Self, String> {
-        let Some(managed) = managed else {
-            return Self::create(u64::from(memory_mb));
-        };
-        let cores = std::thread::available_parallelism().map_or(1, usize::from);
-        let quota = function_quota(memory_mb, Some(managed), cores);
-        Self::create_with(u64::from(memory_mb), quota, managed.vcpus(memory_mb), cores)
+        Self::create_with(Share::of(u64::from(memory_mb), managed))
     }
 
-    /// A new cgroup with `quota` and a memory limit of `memory_mb` (which
-    /// buys `vcpus`, said once if `cores` cap it).
-    fn create_with(memory_mb: u64, quota: Quota, vcpus: f64, cores: usize) -> Result<Self, String> {
+    /// A new cgroup with the [`quota`] of `share` on this machine's cores and
+    /// a memory limit of the share's memory.
+    fn create_with(share: Share) -> Result<Self, String> {
         static COUNT: AtomicUsize = AtomicUsize::new(0);
         let name = format!(
             "lambda-local-{}-{}",
             std::process::id(),
             COUNT.fetch_add(1, Ordering::Relaxed)
         );
-        // Said once per memory size and share, not at every process started
-        // (at most one entry per size and memory per vCPU Lambda allows).
-        static CAPPED_SAID: Mutex<Vec<(u64, u64)>> = Mutex::new(Vec::new());
-        let mut said = CAPPED_SAID
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        let key = (memory_mb, vcpus.to_bits());
-        if quota.capped && !said.contains(&key) {
-            said.push(key);
-            eprintln!(
-                "{memory_mb} MB buys {vcpus:.2} vCPUs on Lambda; this machine has {cores}: the CPU quota is {cores}"
-            );
+        let cores = std::thread::available_parallelism().map_or(1, usize::from);
+        let quota = quota(share, cores);
+        if quota.capped {
+            say_capped(share, cores);
         }
-        drop(said);
-        let bytes = memory_mb.saturating_mul(1024 * 1024).to_string();
+        let bytes = share.memory_mb.saturating_mul(1024 * 1024).to_string();
         let own = std::fs::read_to_string("/proc/self/cgroup")
             .map_err(|e| format!("/proc/self/cgroup: {e}"))?;
         let mut cgroup = Self {
             dirs: Vec::new(),
-            share: quota,
+            quota,
         };
         if Path::new(ROOT).join("cgroup.controllers").is_file() {
             let base = own_dir(Path::new(ROOT), own_path(&own, None));
@@ -260,9 +286,9 @@ impl Cgroup {
     /// Give the cgroup [`init_quota`] of CPU time, as Lambda gives an
     /// on-demand init; the [`AfterInit`] returned puts its share back.
     pub fn burst_for_init(&self) -> Result<AfterInit, String> {
-        self.set_cpu_quota(init_quota(self.share))?;
+        self.set_cpu_quota(init_quota(self.quota))?;
         Ok(AfterInit {
-            writes: self.cpu_quota_writes(self.share.quota_us),
+            writes: self.cpu_quota_writes(self.quota.quota_us),
         })
     }
 
@@ -504,6 +530,29 @@ mod tests {
             }
         );
         assert_eq!(cpu_quota(128, 0).quota_us, 7_236);
+    }
+
+    #[test]
+    fn the_share_is_the_functions_rule_on_demand_and_the_memory_per_vcpu_on_lmi() {
+        let on_demand = Share::of(3_538, None);
+        assert_eq!(on_demand.mb_per_vcpu, shared::vcpus::MB_PER_VCPU);
+        assert_eq!(on_demand.vcpus(), 2.0);
+        assert!((Share::of(256, None).vcpus() - 256.0 / 1_769.0).abs() < 1e-12);
+        let managed = Share::of(
+            8_192,
+            Some(ManagedInstances {
+                max_concurrency: 4,
+                memory_gib_per_vcpu: 4,
+            }),
+        );
+        assert_eq!((managed.mb_per_vcpu, managed.vcpus()), (4_096, 2.0));
+        // One quota rule for both: CPU time rounded up to the microsecond.
+        let odd = Share {
+            memory_mb: 3_000,
+            mb_per_vcpu: 2_048,
+        };
+        assert_eq!(quota(odd, 8).quota_us, 146_485);
+        assert_eq!(quota(Share::of(256, None), 8).quota_us, 14_472);
     }
 
     #[test]

@@ -18,7 +18,7 @@
 //!   `/var/task/bootstrap` (or `/var/runtime/bootstrap`, `/opt/bootstrap`):
 //!   it runs in a private mount namespace where the function's bootstrap is
 //!   mounted there ([`crate::task_root`]), through a script that points it
-//!   at the trace header proxy ([`crate::trace_header`]), as on demand;
+//!   at the runtime API proxy ([`crate::runtime_api_proxy`]), as on demand;
 //! - it runs init at once, not at the first invocation, so the process joins
 //!   its cgroup before the emulator starts (the namespace's shell writes its
 //!   own pid into `cgroup.procs`), and writes no `INIT REPORT` line: the init
@@ -39,11 +39,10 @@
 
 use crate::cgroup::{Cgroup, Limits};
 use crate::managed_instances::ManagedInstances;
-use crate::pool::{Invoked, Options};
 use crate::process::{Guard, free_port, log_end, wait_until_ready};
+use crate::runtime_api_proxy::{InitEnd, RuntimeProxy};
 use crate::task_root::{FUNCTION_BOOTSTRAP, TASK_ROOT, TaskRoot};
 use crate::template::Function;
-use crate::trace_header::{InitEnd, RuntimeProxy};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -65,7 +64,7 @@ pub struct Emulator {
     _task_root: Option<TaskRoot>,
     /// Lambda Managed Instances settings; `None`: on demand.
     managed: Option<ManagedInstances>,
-    /// Hands the runtime each invocation's trace header.
+    /// The runtime API proxy: hands the runtime each invocation's trace header.
     runtime_proxy: RuntimeProxy,
     /// The function's timeout.
     timeout: Duration,
@@ -90,6 +89,28 @@ impl Invocation {
     pub fn json(&self) -> Result<serde_json::Value, String> {
         serde_json::from_str(&self.body).map_err(|e| format!("not JSON ({e}): {}", self.body))
     }
+}
+
+/// What an invocation asks for beyond its payload.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Options {
+    /// `X-Amz-Client-Context`: base64 of a JSON object, passed to the runtime.
+    pub client_context: Option<String>,
+    /// `X-Amz-Log-Type: Tail`: the invocation's log lines are wanted.
+    pub tail: bool,
+    /// `X-Amzn-Trace-Id`: the caller's X-Ray trace header, which the
+    /// invocation continues.
+    pub trace_header: Option<String>,
+}
+
+/// One invocation's answer and, if asked for, its log lines.
+#[derive(Debug, Clone)]
+pub struct Invoked {
+    /// The answer.
+    pub invocation: Invocation,
+    /// What the environment logged during the invocation, up to its `REPORT`
+    /// line (with [`Options::tail`]).
+    pub log: Option<Vec<u8>>,
 }
 
 impl Emulator {
@@ -546,7 +567,7 @@ fn report_end(log: &[u8], request_id: Option<&str>) -> Option<usize> {
 
 /// The shell a Managed Instances emulator starts through, inside its new
 /// mount namespace (already in its cgroup: [`Cgroup::command`]): `$1` is the
-/// function's bootstrap, `$2` the runtime API it is told (the trace header
+/// function's bootstrap, `$2` the runtime API it is told (the runtime API
 /// proxy's: [`RuntimeProxy`]), `$3` where it is mounted
 /// ([`FUNCTION_BOOTSTRAP`]), then the emulator's command. It mounts a small
 /// tmpfs on `/var/task` (seen only in the namespace) holding the function's

@@ -37,8 +37,8 @@
 //! (`AccessDeniedException`, 403).
 
 use crate::async_invoke;
-use crate::emulator::Invocation;
-use crate::pool::{Environment, Invoked, Options, Pool};
+use crate::emulator::{Invocation, Invoked, Options};
+use crate::pool::{Environment, Pool};
 use base64::Engine as _;
 use bytes::{Bytes, BytesMut};
 use http::{Response, StatusCode, request::Parts};

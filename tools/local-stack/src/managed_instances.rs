@@ -6,9 +6,10 @@
 //! the runtime in `AWS_LAMBDA_MAX_CONCURRENCY`), and its vCPUs follow the
 //! capacity provider's memory per vCPU (`ExecutionEnvironmentMemoryGiBPerVCpu`,
 //! 2, 4 or 8 GiB), not the 1,769 MB rule of on-demand Lambda
-//! (`shared::vcpus::cpu_time_per_period`). [`ManagedInstances::vcpus`] is that
-//! rule, the one place the local stack takes it from (the cgroup's CPU quota,
-//! what `cargo xtask run` prints).
+//! (`shared::vcpus::MB_PER_VCPU`). [`ManagedInstances::mb_per_vcpu`] is that
+//! rule, the one place the local stack takes it from (the cgroup's CPU share,
+//! `crate::cgroup::Share`, and [`ManagedInstances::vcpus`], what `cargo xtask
+//! run` prints).
 
 use std::ops::RangeInclusive;
 
@@ -102,17 +103,16 @@ impl ManagedInstances {
         Ok(managed)
     }
 
+    /// The memory that buys one vCPU, in MB: the memory per vCPU (2 GiB per
+    /// vCPU: 2,048 MB).
+    pub fn mb_per_vcpu(self) -> u64 {
+        1024 * u64::from(self.memory_gib_per_vcpu.max(1))
+    }
+
     /// The vCPUs of an environment of `memory_mb`: its memory divided by the
     /// memory per vCPU (2,048 MB at 2 GiB per vCPU: 1 vCPU).
     pub fn vcpus(self, memory_mb: u32) -> f64 {
-        f64::from(memory_mb) / 1024.0 / f64::from(self.memory_gib_per_vcpu.max(1))
-    }
-
-    /// [`ManagedInstances::vcpus`] as CPU time per period of `period_us`
-    /// microseconds (a cgroup's CPU quota), rounded down.
-    pub fn cpu_time_per_period(self, memory_mb: u32, period_us: u64) -> u64 {
-        let per_vcpu_mb = 1024 * u64::from(self.memory_gib_per_vcpu.max(1));
-        u64::from(memory_mb).saturating_mul(period_us) / per_vcpu_mb
+        f64::from(memory_mb) / self.mb_per_vcpu() as f64
     }
 }
 
@@ -141,9 +141,8 @@ mod tests {
         assert_eq!(at(4).vcpus(2_048), 0.5);
         assert_eq!(at(2).vcpus(8_192), 4.0);
         assert_eq!(at(8).vcpus(32_768), 4.0);
-        assert_eq!(at(2).cpu_time_per_period(2_048, 100_000), 100_000);
-        assert_eq!(at(4).cpu_time_per_period(2_048, 100_000), 50_000);
-        assert_eq!(at(2).cpu_time_per_period(3_000, 100_000), 146_484);
+        assert_eq!(at(2).mb_per_vcpu(), 2_048);
+        assert_eq!(at(8).mb_per_vcpu(), 8_192);
         assert_eq!(at(2).to_string(), "up to 4 at once, 2 GiB per vCPU");
     }
 

@@ -25,6 +25,10 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+/// What an invocation asks for and gets back: the emulator's, which an
+/// [`Environment`] takes and answers too.
+pub use crate::emulator::{Invoked, Options};
+
 /// The variable that sizes pools: most environments per function (default
 /// [`DEFAULT_SIZE`]) for functions without reserved concurrency.
 pub const SIZE_SETTING: &str = "LOCAL_CONCURRENCY";
@@ -103,28 +107,6 @@ pub fn too_many_requests() -> Invocation {
         })
         .to_string(),
     }
-}
-
-/// What an invocation asks for beyond its payload.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Options {
-    /// `X-Amz-Client-Context`: base64 of a JSON object, passed to the runtime.
-    pub client_context: Option<String>,
-    /// `X-Amz-Log-Type: Tail`: the invocation's log lines are wanted.
-    pub tail: bool,
-    /// `X-Amzn-Trace-Id`: the caller's X-Ray trace header, which the
-    /// invocation continues.
-    pub trace_header: Option<String>,
-}
-
-/// One invocation's answer and, if asked for, its log lines.
-#[derive(Debug, Clone)]
-pub struct Invoked {
-    /// The answer.
-    pub invocation: Invocation,
-    /// What the environment logged during the invocation, up to its `REPORT`
-    /// line (with [`Options::tail`]).
-    pub log: Option<Vec<u8>>,
 }
 
 /// One execution environment: serves one invocation at a time, or, in a

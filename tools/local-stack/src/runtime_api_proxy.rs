@@ -1,5 +1,6 @@
-//! The trace header an invocation continues, handed to the runtime as Lambda
-//! hands it.
+//! The runtime API proxy, between the runtime interface emulator and the
+//! function's runtime: it hands the runtime the trace header each invocation
+//! continues, as Lambda hands it.
 //!
 //! Lambda answers the runtime's `GET /2018-06-01/runtime/invocation/next` with
 //! `Lambda-Runtime-Trace-Id`: the caller's `X-Amzn-Trace-Id`, or an SQS
