@@ -35,9 +35,14 @@ impl Sample {
     }
 }
 
+/// `events/<function>/`: where the sample events of `function` are.
+pub fn dir(function: &str) -> PathBuf {
+    workspace_root().join("events").join(function)
+}
+
 /// The sample events of `function`, sorted, each with its expectation.
 pub fn samples(function: &str) -> Result<Vec<Sample>, String> {
-    samples_in(&workspace_root().join("events").join(function))
+    samples_in(&dir(function))
 }
 
 /// The sample events in `dir`, sorted, each with its expectation: `Err`
@@ -131,7 +136,12 @@ pub fn stored_orders(function: &str, dead_letter_queue: bool) -> Result<Vec<Stri
 /// template's standard queue (`cargo xtask run`): no message groups, the
 /// dead-letter queue reachable, so every record not invalid is stored.
 pub fn stored_orders_through_queue(function: &str) -> Result<Vec<String>, String> {
-    let mut samples = samples(function)?;
+    stored_orders_of(through_standard_queue(samples(function)?), true)
+}
+
+/// `samples` with their records' message groups taken out, as a standard
+/// queue delivers their bodies.
+fn through_standard_queue(mut samples: Vec<Sample>) -> Vec<Sample> {
     for sample in &mut samples {
         for record in sample.event["Records"].as_array_mut().into_iter().flatten() {
             if let Some(attributes) = record["attributes"].as_object_mut() {
@@ -139,7 +149,7 @@ pub fn stored_orders_through_queue(function: &str) -> Result<Vec<String>, String
             }
         }
     }
-    stored_orders_of(samples, true)
+    samples
 }
 
 fn stored_orders_of(samples: Vec<Sample>, dead_letter_queue: bool) -> Result<Vec<String>, String> {
@@ -212,8 +222,13 @@ mod tests {
 
     #[test]
     fn every_sample_of_the_tree_has_its_expectation() {
-        let events = workspace_root().join("events");
-        let dirs = std::fs::read_dir(&events).expect("events/");
+        let trees = [
+            workspace_root().join("events"),
+            crate::fixtures::dir().join("events"),
+        ];
+        let dirs = trees.iter().flat_map(|events| {
+            std::fs::read_dir(events).unwrap_or_else(|e| panic!("{}: {e}", events.display()))
+        });
         for dir in dirs.filter_map(Result::ok).map(|e| e.path()) {
             if !dir.is_dir() {
                 continue;
@@ -262,25 +277,32 @@ mod tests {
 
     #[test]
     fn stored_orders_follow_from_the_expectations() {
-        let without = stored_orders("order-processor", false).expect("derived");
+        let samples = |function: &str| {
+            samples_in(&crate::fixtures::events(function)).unwrap_or_else(|e| panic!("{e}"))
+        };
+        let without = stored_orders_of(samples("fixture-function"), false).expect("derived");
         assert_eq!(
             without,
-            [
-                "ord-0001", "ord-0002", "ord-0003", "ord-0101", "ord-0201", "ord-0202"
-            ]
+            ["ord-0001", "ord-0003", "ord-0101", "ord-0201", "ord-0202"]
         );
-        // The template's dead-letter queue is a standard one: it refuses the
-        // invalid order of a FIFO group, which holds its group as before.
-        let with = stored_orders("order-processor", true).expect("derived");
+        // A standard dead-letter queue refuses the invalid order of a FIFO
+        // group, which holds its group as before.
+        let with = stored_orders_of(samples("fixture-function"), true).expect("derived");
         assert_eq!(with, without);
-        // Through the standard queue (no groups), every valid order is stored.
-        let through_queue = stored_orders_through_queue("order-processor").expect("derived");
+        // Through a standard queue (no groups), every valid order is stored.
+        let through_queue =
+            stored_orders_of(through_standard_queue(samples("fixture-function")), true)
+                .expect("derived");
         assert_eq!(
             through_queue,
             [
-                "ord-0001", "ord-0002", "ord-0003", "ord-0101", "ord-0103", "ord-0201", "ord-0202"
+                "ord-0001", "ord-0003", "ord-0101", "ord-0103", "ord-0201", "ord-0202"
             ]
         );
-        assert_eq!(stored_orders("password-hasher", false), Ok(vec![]));
+        // No SQS batch among its samples: it stores nothing.
+        assert_eq!(
+            stored_orders_of(samples("fixture-reporter"), false),
+            Ok(vec![])
+        );
     }
 }

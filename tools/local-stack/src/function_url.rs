@@ -14,10 +14,10 @@
 //! # fn main() -> Result<(), String> {
 //! # let template = local_stack::template::Template::load("template.yaml".as_ref())?;
 //! # let pool: std::sync::Arc<local_stack::pool::Pool> = unimplemented!();
-//! let hasher = template.function("password-hasher")?;
-//! if let Some(config) = template.function_url(&hasher)? {
-//!     let url = local_stack::function_url::FunctionUrl::start(&hasher, &config, pool)?;
-//!     println!("{}", url.curl_command(r#"{"operation":"hash","cost":8,"passwords":["pw"]}"#));
+//! let function = template.function("my-function")?;
+//! if let Some(config) = template.function_url(&function)? {
+//!     let url = local_stack::function_url::FunctionUrl::start(&function, &config, pool)?;
+//!     println!("{}", url.curl_command(r#"{"greeting":"hello"}"#));
 //! }
 //! # Ok(()) }
 //! ```
@@ -851,8 +851,8 @@ mod tests {
     }
 
     #[test]
-    fn the_event_for_the_samples_request_is_the_sample() {
-        let path = crate::workspace_root().join("events/password-hasher/function-url-hash.json");
+    fn the_event_for_a_request_is_lambdas_payload_2_0() {
+        let path = crate::fixtures::events("fixture-function").join("function-url.json");
         let sample: Value =
             serde_json::from_str(&std::fs::read_to_string(path).expect("sample")).expect("JSON");
         let request = http::Request::post("/")
@@ -864,9 +864,87 @@ mod tests {
             .header("user-agent", "curl/8.5.0")
             .body(())
             .expect("request");
-        let body =
-            br#"{"operation": "hash", "cost": 8, "passwords": ["hunter2-from-a-function-url"]}"#;
+        let body = br#"{"greeting": "hello from a Function URL"}"#;
         assert_eq!(event(&parts(request), body, &context(None)), sample);
+    }
+
+    /// The request the payload 2.0 event `sample` is made from, with its body
+    /// and context.
+    fn request_of(sample: &Value) -> (Parts, Vec<u8>, EventContext) {
+        let text = |value: &Value| value.as_str().expect("text").to_owned();
+        let http = &sample["requestContext"]["http"];
+        let uri = match text(&sample["rawQueryString"]).as_str() {
+            "" => text(&sample["rawPath"]),
+            query => format!("{}?{query}", text(&sample["rawPath"])),
+        };
+        let mut request = http::Request::builder()
+            .method(text(&http["method"]).as_str())
+            .uri(uri);
+        for (name, value) in sample["headers"].as_object().into_iter().flatten() {
+            request = request.header(name, text(value));
+        }
+        for cookie in sample["cookies"].as_array().into_iter().flatten() {
+            request = request.header("cookie", text(cookie));
+        }
+        let body = match sample["body"].as_str() {
+            None => Vec::new(),
+            Some(body) if sample["isBase64Encoded"] == true => {
+                base64::engine::general_purpose::STANDARD
+                    .decode(body)
+                    .expect("base64")
+            }
+            Some(body) => body.as_bytes().to_vec(),
+        };
+        let epoch_ms = sample["requestContext"]["timeEpoch"]
+            .as_i64()
+            .expect("timeEpoch");
+        let caller = sample["requestContext"]["authorizer"]["iam"]["accessKey"]
+            .as_str()
+            .map(|key| sigv4::Caller {
+                access_key: key.to_owned(),
+            });
+        let context = EventContext {
+            url_id: text(&sample["requestContext"]["domainPrefix"]),
+            request_id: text(&sample["requestContext"]["requestId"]),
+            time: OffsetDateTime::from_unix_timestamp_nanos(i128::from(epoch_ms) * 1_000_000)
+                .expect("time"),
+            source_ip: text(&http["sourceIp"]).parse().expect("source IP"),
+            caller,
+        };
+        (parts(request.body(()).expect("request")), body, context)
+    }
+
+    /// Whichever functions the project has: each sample of `events/` that
+    /// is a Function URL's event is what the local Function URL makes of the
+    /// request it was made from.
+    #[test]
+    fn the_projects_function_url_samples_are_the_events_of_their_requests() {
+        let events = crate::workspace_root().join("events");
+        let dirs = std::fs::read_dir(&events).expect("events/");
+        let function_url = crate::fixtures::events("fixture-function");
+        for dir in dirs
+            .filter_map(Result::ok)
+            .map(|e| e.path())
+            .chain([function_url])
+        {
+            if !dir.is_dir() {
+                continue;
+            }
+            for sample in crate::events::samples_in(&dir).unwrap_or_else(|e| panic!("{e}")) {
+                if sample.event["version"] != "2.0"
+                    || !sample.event["requestContext"]["http"].is_object()
+                {
+                    continue;
+                }
+                let (parts, body, context) = request_of(&sample.event);
+                assert_eq!(
+                    event(&parts, &body, &context),
+                    sample.event,
+                    "{}",
+                    sample.path.display()
+                );
+            }
+        }
     }
 
     #[test]

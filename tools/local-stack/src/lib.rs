@@ -17,6 +17,8 @@ pub mod emulator;
 pub mod event_source;
 pub mod events;
 pub mod expectations;
+#[cfg(test)]
+mod fixtures;
 pub mod function_url;
 pub mod jvm;
 pub mod lambda_api;

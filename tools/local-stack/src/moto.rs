@@ -172,12 +172,13 @@ mod tests {
 
     #[test]
     fn buckets_are_named_as_the_functions_environment_names_them() {
-        let template =
-            Template::load(&crate::workspace_root().join("template.yaml")).expect("template");
+        let template = crate::fixtures::template();
         let buckets = bucket_names(&template);
-        assert_eq!(buckets, ["AnalyticsBucket"]);
-        let worker = template.function("arrow-worker").expect("the Arrow worker");
-        let bucket = worker.env.iter().find(|(key, _)| key == "ANALYTICS_BUCKET");
+        assert_eq!(buckets, ["FixtureBucket"]);
+        let reporter = template
+            .function("fixture-reporter")
+            .expect("the fixture reporter");
+        let bucket = reporter.env.iter().find(|(key, _)| key == "BUCKET");
         assert_eq!(
             bucket.map(|(_, value)| value.as_str()),
             Some(buckets[0].as_str())

@@ -23,7 +23,7 @@ pub fn function_arn(logical_id: &str) -> String {
 /// An `AWS::Serverless::StateMachine` of the template, ready to create.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StateMachine {
-    /// Logical id, e.g. `OrdersReportStateMachine`.
+    /// Logical id, e.g. `ReportStateMachine`.
     pub logical_id: String,
     /// Its name: `Name` (its `!Sub` resolved with the local stack's values,
     /// as the ARNs the template builds from it are), else the logical id.
@@ -383,40 +383,45 @@ mod tests {
 ";
 
     #[test]
-    fn the_projects_state_machine_calls_the_local_arrow_worker() {
-        let template =
-            Template::load(&crate::workspace_root().join("template.yaml")).expect("template");
+    fn a_state_machine_calls_the_local_function_by_its_arn() {
+        let template = crate::fixtures::template();
         let machines = state_machines(&template).expect("state machines");
         let [machine] = machines.as_slice() else {
             panic!("one state machine: {machines:?}");
         };
-        assert_eq!(machine.logical_id, "OrdersReportStateMachine");
-        assert_eq!(machine.name, "local-orders-report");
+        assert_eq!(machine.logical_id, "FixtureStateMachine");
+        assert_eq!(machine.name, "local-fixture-report");
         assert_eq!(machine.kind, "STANDARD");
-        // The worker starts it by the ARN the template builds from its name.
-        let worker = template.function("arrow-worker").expect("worker");
-        let (_, arn) = worker
+        assert!(machine.tracing, "Tracing: Active, the default");
+        // The reporter starts it by the ARN the template builds from its name.
+        let reporter = template.function("fixture-reporter").expect("reporter");
+        let (_, arn) = reporter
             .env
             .iter()
             .find(|(name, _)| name == "REPORT_STATE_MACHINE_ARN")
-            .expect("the worker knows the state machine");
+            .expect("the reporter knows the state machine");
         assert_eq!(
             arn,
-            &format!("arn:aws:states:{REGION}:{ACCOUNT_ID}:stateMachine:local-orders-report")
+            &format!("arn:aws:states:{REGION}:{ACCOUNT_ID}:stateMachine:local-fixture-report")
         );
-        let arn = function_arn("ArrowWorkerFunction");
+        let arn = function_arn("FixtureReporter");
         assert_eq!(
             arn,
-            "arn:aws:lambda:us-east-1:123456789012:function:ArrowWorkerFunction"
+            "arn:aws:lambda:us-east-1:123456789012:function:FixtureReporter"
         );
-        let scan =
-            &machine.definition["States"]["ScanSegments"]["ItemProcessor"]["States"]["ScanSegment"];
-        assert_eq!(scan["Parameters"]["FunctionName"], json!(arn));
+        let segment =
+            &machine.definition["States"]["Segments"]["ItemProcessor"]["States"]["Segment"];
+        assert_eq!(segment["Parameters"]["FunctionName"], json!(arn));
         assert_eq!(
             machine.definition["States"]["Merge"]["Parameters"]["FunctionName"],
             json!(arn)
         );
-        assert_eq!(scan["Retry"][0]["MaxAttempts"], json!(4));
+        assert_eq!(segment["Retry"][0]["MaxAttempts"], json!(4));
+        let untraced = template
+            .with_parameters(&[("Tracing", "PassThrough")])
+            .expect("allowed");
+        let machines = state_machines(&untraced).expect("state machines");
+        assert!(!machines[0].tracing, "Tracing: PassThrough");
     }
 
     #[test]

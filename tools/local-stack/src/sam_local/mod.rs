@@ -33,19 +33,21 @@ mod checks;
 mod engine;
 mod relay;
 
-pub use checks::{check, check_sample, no_password_in};
+pub use checks::{check, check_in, check_sample, no_password_in};
 pub use relay::Relay;
 
 use engine::Engine;
 
 use crate::dynamodb_local::{self, DynamoDbLocal};
 use crate::elasticmq::{self, ElasticMq};
+use crate::events::{self, Sample};
 use crate::jvm::Compiler;
 use crate::local_aws::{self, function_env};
 use crate::process::Guard;
 use crate::template::{Function, Template};
-use crate::{events, sam, tools, workspace_root};
+use crate::{sam, tools, workspace_root};
 use serde_json::Value;
+use shared::orders::attr::ORDER_ID;
 use std::collections::BTreeSet;
 use std::net::{IpAddr, Ipv4Addr};
 use std::path::{Path, PathBuf};
@@ -139,9 +141,7 @@ pub fn run(build_dir: &Path, logs: &Path, quick: bool) -> Result<Outcome, String
     let built_template = build_dir.join("template.yaml");
     tools::require(&built_template, "the sam build output")?;
     let template = Template::load(&workspace_root().join("template.yaml"))?;
-    let mut functions = template.functions()?;
-    // The Arrow worker reports on the orders the order processor stored.
-    functions.sort_by_key(|f| f.binary != "order-processor");
+    let functions = in_sample_order(&template, events::dir)?;
 
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -160,7 +160,7 @@ pub fn run(build_dir: &Path, logs: &Path, quick: bool) -> Result<Outcome, String
     let engine = Engine::new()?;
     let bootstraps: Vec<PathBuf> = functions
         .iter()
-        .map(|f| build_dir.join(&f.logical_id).join("bootstrap"))
+        .map(|(f, _)| build_dir.join(&f.logical_id).join("bootstrap"))
         .collect();
     engine.configure(&[])?;
     engine.remove_containers()?;
@@ -170,9 +170,10 @@ pub fn run(build_dir: &Path, logs: &Path, quick: bool) -> Result<Outcome, String
     let sqs_relay = Relay::start(gateway, port_of(&elasticmq.endpoint())?)?;
     let (dynamodb_url, sqs_url) = (dynamodb_relay.url(), sqs_relay.url());
     let env_vars = logs.join("env-vars.json");
+    let only_functions: Vec<Function> = functions.iter().map(|(f, _)| f.clone()).collect();
     write(
         &env_vars,
-        &env_vars_json(&functions, &specs, &sqs_url).to_string(),
+        &env_vars_json(&only_functions, &specs, &sqs_url).to_string(),
     )?;
     // Read by the service when it starts: the endpoints of this run.
     engine.configure(&function_env(&[
@@ -192,22 +193,55 @@ pub fn run(build_dir: &Path, logs: &Path, quick: bool) -> Result<Outcome, String
         failures: Vec::new(),
     };
     let mut stored_orders = 0;
-    for function in &functions {
-        run.samples(function, quick, stored_orders, &mut outcome)?;
-        if function.binary == "order-processor" {
-            let ids = runtime.block_on(order_ids(&dynamodb.client()))?;
+    for (function, samples) in &functions {
+        run.samples(function, samples, quick, stored_orders, &mut outcome)?;
+        if samples.iter().any(|s| s.expect.invalid_records.is_some()) {
+            // Its SQS batches of orders: the orders they leave stored.
+            let tables = tables_named_by(&template, function);
+            let ids = runtime.block_on(order_ids(&dynamodb.client(), &tables))?;
             stored_orders = ids.len();
             // sam local reaches the dead-letter queue: invalid orders go there.
             let expected = events::stored_orders(&function.binary, true)?;
             if !quick && ids != expected {
-                outcome
-                    .failures
-                    .push(format!("OrdersTable holds {ids:?}, expected {expected:?}"));
+                outcome.failures.push(format!(
+                    "after the samples of {}, {tables:?} hold {ids:?}, expected {expected:?}",
+                    function.logical_id
+                ));
             }
         }
     }
     engine.remove_containers()?;
     Ok(outcome)
+}
+
+/// Every function of `template` with its sample events (those in
+/// `events_of(binary)`), the functions whose samples report on stored orders
+/// (a `report` expectation) last: they read what the others stored.
+fn in_sample_order(
+    template: &Template,
+    events_of: impl Fn(&str) -> PathBuf,
+) -> Result<Vec<(Function, Vec<Sample>)>, String> {
+    let mut functions = template
+        .functions()?
+        .into_iter()
+        .map(|function| {
+            let samples = events::samples_in(&events_of(&function.binary))?;
+            Ok((function, samples))
+        })
+        .collect::<Result<Vec<_>, String>>()?;
+    functions.sort_by_key(|(_, samples)| samples.iter().any(|s| s.expect.report.is_some()));
+    Ok(functions)
+}
+
+/// The template's tables `function`'s environment names (locally a table's
+/// name is its logical id, what `!Ref` of it gives).
+fn tables_named_by(template: &Template, function: &Function) -> Vec<String> {
+    template
+        .resources("AWS::DynamoDB::Table")
+        .into_iter()
+        .map(|(logical_id, _)| logical_id)
+        .filter(|table| function.env.iter().any(|(_, value)| value == table))
+        .collect()
 }
 
 /// What every `sam local invoke` of a run shares.
@@ -227,14 +261,16 @@ impl Run<'_> {
     fn samples(
         &self,
         function: &Function,
+        samples: &[Sample],
         quick: bool,
         stored_orders: usize,
         outcome: &mut Outcome,
     ) -> Result<(), String> {
-        let mut samples = events::samples(&function.binary)?;
-        if quick {
-            samples.truncate(1);
-        }
+        let samples = if quick {
+            &samples[..samples.len().min(1)]
+        } else {
+            samples
+        };
         for sample in samples {
             let name = sample
                 .path
@@ -252,7 +288,7 @@ impl Run<'_> {
                 self.env_vars,
                 &log,
             )
-            .and_then(|(answer, output)| check_sample(&sample, &answer, &output, stored_orders));
+            .and_then(|(answer, output)| check_sample(sample, &answer, &output, stored_orders));
             outcome.invocations += 1;
             match answered {
                 Ok(()) => println!("  ok    {label} ({:.1} s)", started.elapsed().as_secs_f64()),
@@ -379,19 +415,21 @@ fn invoke(
     Ok((answer, stdout + &stderr))
 }
 
-/// The order ids in the local orders table, sorted.
-async fn order_ids(client: &aws_sdk_dynamodb::Client) -> Result<Vec<String>, String> {
+/// The order ids (`order_id`, what the samples' SQS records carry) in the
+/// local `tables`, sorted, each once.
+async fn order_ids(
+    client: &aws_sdk_dynamodb::Client,
+    tables: &[String],
+) -> Result<Vec<String>, String> {
     let mut ids = BTreeSet::new();
-    let mut pages = client
-        .scan()
-        .table_name("OrdersTable")
-        .into_paginator()
-        .send();
-    while let Some(page) = pages.next().await {
-        let page = page.map_err(|e| format!("scan OrdersTable: {}", elasticmq::error_text(&e)))?;
-        for item in page.items() {
-            if let Some(id) = item.get("order_id").and_then(|v| v.as_s().ok()) {
-                ids.insert(id.clone());
+    for table in tables {
+        let mut pages = client.scan().table_name(table).into_paginator().send();
+        while let Some(page) = pages.next().await {
+            let page = page.map_err(|e| format!("scan {table}: {}", elasticmq::error_text(&e)))?;
+            for item in page.items() {
+                if let Some(id) = item.get(ORDER_ID).and_then(|v| v.as_s().ok()) {
+                    ids.insert(id.clone());
+                }
             }
         }
     }
@@ -414,18 +452,47 @@ mod tests {
 
     #[test]
     fn env_vars_give_queue_references_their_urls_per_function() {
-        let template = Template::load(&workspace_root().join("template.yaml")).expect("template");
+        let template = crate::fixtures::template();
         let functions = template.functions().expect("functions");
         let queues = template.queues().expect("queues");
         let json = env_vars_json(&functions, &queues, "http://10.88.0.1:1");
-        let processor = &json["OrderProcessorFunction"];
-        assert_eq!(processor["TABLE_NAME"], "OrdersTable");
+        let function = &json["FixtureFunction"];
+        assert_eq!(function["TABLE_NAME"], "FixtureTable");
         assert!(
-            processor["DEAD_LETTER_QUEUE_URL"]
+            function["DEAD_LETTER_QUEUE_URL"]
                 .as_str()
                 .is_some_and(|url| url.starts_with("http://10.88.0.1:1/")),
             "{json}"
         );
-        assert!(json["PasswordHasherFunction"].is_object());
+        assert_eq!(json["FixtureReporter"]["BUCKET"], "FixtureBucket", "{json}");
+    }
+
+    #[test]
+    fn functions_whose_samples_report_run_after_those_that_store() {
+        let template = crate::fixtures::template();
+        let declared: Vec<String> = template
+            .functions()
+            .expect("functions")
+            .into_iter()
+            .map(|f| f.logical_id)
+            .collect();
+        assert_eq!(declared, ["FixtureReporter", "FixtureFunction"]);
+        let ordered = in_sample_order(&template, crate::fixtures::events).expect("samples");
+        let ids: Vec<&str> = ordered.iter().map(|(f, _)| f.logical_id.as_str()).collect();
+        assert_eq!(ids, ["FixtureFunction", "FixtureReporter"]);
+        let samples: Vec<usize> = ordered.iter().map(|(_, s)| s.len()).collect();
+        assert_eq!(samples, [5, 1]);
+    }
+
+    #[test]
+    fn the_tables_a_function_names_are_read_from_its_environment() {
+        let template = crate::fixtures::template();
+        for binary in ["fixture-function", "fixture-reporter"] {
+            let function = template.function(binary).expect("function");
+            assert_eq!(tables_named_by(&template, &function), ["FixtureTable"]);
+        }
+        let mut none = template.function("fixture-function").expect("function");
+        none.env.retain(|(key, _)| key != "TABLE_NAME");
+        assert!(tables_named_by(&template, &none).is_empty());
     }
 }
