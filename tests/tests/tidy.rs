@@ -56,6 +56,13 @@
 //!     deleting a function's folder leaves a workspace that loads. Today's
 //!     exceptions, which the move of each sample's tests, probes and fakes
 //!     into its folder removes, are [`TOOLS_ON_FUNCTIONS`]; none may be added.
+//! 17. The docs name the errors the code has, and only those: every
+//!     `errorType` a function's `fn error_type` returns and every failure
+//!     class its `fn class` returns is named in its README, whose `errorType`
+//!     table rows, "errorType `X`" and failure-class list name none the code
+//!     lacks; ARCHITECTURE.md's errors paragraph names only the shared ones
+//!     ([`ERROR_TYPE_CONCEPTS`]): a function's own are in its README, and go
+//!     when it goes.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -994,13 +1001,37 @@ const ERROR_TYPE_CONCEPTS: &[&str] = &[
 /// The string literals in the body of `fn error_type` of one `error.rs`, with
 /// their lines; `None` without such a function.
 fn error_type_literals(source: &str) -> Option<Vec<(usize, String)>> {
+    literals_of(source, "fn error_type", 0)
+}
+
+/// The string literals in the bodies of every `fn class` of `source`.
+fn class_literals(source: &str) -> Vec<String> {
+    let mut literals = vec![];
+    let mut from = 0;
+    while let Some(found) = literals_of(source, "fn class(", from) {
+        literals.extend(found.into_iter().map(|(_, literal)| literal));
+        from = match source[from..].find("fn class(") {
+            Some(at) => from + at + 1,
+            None => break,
+        };
+    }
+    literals
+}
+
+/// The string literals, with their lines, in the body of the first
+/// function `signature` (such as `fn error_type`) at or after byte `from`
+/// of `source`; `None` without one.
+fn literals_of(source: &str, signature: &str, from: usize) -> Option<Vec<(usize, String)>> {
     // Braces are matched on the code alone, literals read from the text.
+    let skipped = source.get(..from)?.chars().count();
     let code: Vec<char> = code_only(source).chars().collect();
     let text: Vec<char> = source.chars().collect();
-    let name: Vec<char> = "fn error_type".chars().collect();
-    let start = code
-        .windows(name.len())
-        .position(|w| w == name.as_slice())?;
+    let name: Vec<char> = signature.chars().collect();
+    let start = skipped
+        + code
+            .get(skipped..)?
+            .windows(name.len())
+            .position(|w| w == name.as_slice())?;
     let open = start + code[start..].iter().position(|c| *c == '{')?;
     let mut depth = 0;
     let close = (open..code.len()).find(|&i| {
@@ -1160,6 +1191,142 @@ fn function_files(file: &str) -> (Vec<Source>, Vec<String>) {
         }
     }
     (sources, offences)
+}
+
+/// Rule 17, on one function's README (`path`, `readme`) and the errorTypes
+/// and failure classes of its code.
+fn documented_error_offences(
+    path: &str,
+    readme: &str,
+    error_types: &BTreeSet<String>,
+    classes: &BTreeSet<String>,
+) -> Vec<String> {
+    let named = backticked(readme);
+    let mut offences = vec![];
+    for (kind, names) in [("errorType", error_types), ("failure class", classes)] {
+        for name in names.iter().filter(|n| !named.contains(*n)) {
+            offences.push(format!(
+                "{path}: the code's {kind} `{name}` is not named here: say when it happens"
+            ));
+        }
+    }
+    for (line, name) in documented_error_types(readme) {
+        if !error_types.contains(&name) {
+            offences.push(format!(
+                "{path}:{line}: errorType `{name}` is not one the code returns"
+            ));
+        }
+    }
+    for (line, name) in documented_classes(readme) {
+        if !classes.contains(&name) {
+            offences.push(format!(
+                "{path}:{line}: failure class `{name}` is not one the code returns"
+            ));
+        }
+    }
+    offences
+}
+
+/// Every backticked word of `text`.
+fn backticked(text: &str) -> BTreeSet<String> {
+    text.split('`')
+        .skip(1)
+        .step_by(2)
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The errorTypes `text` documents, with their lines: the first cell of
+/// each row of a table whose first header cell is `` `errorType` ``, and a
+/// backticked word right after "errorType".
+fn documented_error_types(text: &str) -> Vec<(usize, String)> {
+    let mut found = vec![];
+    let mut in_table = false;
+    for (n, line) in text.lines().enumerate() {
+        let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+        if line.starts_with('|') && cells.get(1) == Some(&"`errorType`") {
+            in_table = true;
+            continue;
+        }
+        in_table &= line.starts_with('|');
+        let first = cells
+            .get(1)
+            .and_then(|c| c.strip_prefix('`')?.strip_suffix('`'));
+        if in_table && let Some(name) = first.filter(|c| !c.contains('-')) {
+            found.push((n + 1, name.to_owned()));
+        }
+        for (at, _) in line
+            .match_indices("errorType` `")
+            .chain(line.match_indices("errorType `"))
+        {
+            let rest = &line[at..];
+            let after = rest.split('`').filter(|w| !w.trim().is_empty()).nth(1);
+            if let Some(name) = after.filter(|w| w.chars().all(|c| c.is_ascii_alphanumeric())) {
+                found.push((n + 1, name.to_owned()));
+            }
+        }
+    }
+    found
+}
+
+/// The failure classes `text` documents, with their lines: the backticked
+/// words of a list item that speaks of "failure classes", to its end.
+fn documented_classes(text: &str) -> Vec<(usize, String)> {
+    let mut found = vec![];
+    let mut in_item = false;
+    for (n, line) in text.lines().enumerate() {
+        if line.starts_with("- ") || line.trim().is_empty() {
+            in_item = line.contains("failure classes");
+        }
+        if in_item {
+            let words = line.split('`').skip(1).step_by(2);
+            found.extend(words.map(|w| (n + 1, w.to_owned())));
+        }
+    }
+    found
+}
+
+/// Rule 17, on ARCHITECTURE.md's paragraph on errors: the errorTypes it
+/// names are the shared ones.
+fn architecture_error_offences(architecture: &str) -> Vec<String> {
+    let paragraph = architecture
+        .split("\n\n")
+        .find(|p| p.starts_with("**Errors.**"))
+        .unwrap_or_default();
+    backticked(paragraph)
+        .into_iter()
+        .filter(|w| w.starts_with(|c: char| c.is_ascii_uppercase()) && w.chars().all(|c| c.is_ascii_alphanumeric()))
+        .filter(|w| !ERROR_TYPE_CONCEPTS.contains(&w.as_str()) && w != "Error" && w != "Diagnostic" && w != "RecordFailure" && w != "Retry")
+        .map(|w| format!("ARCHITECTURE.md: errorType `{w}` is one function's: name it in that function's README"))
+        .collect()
+}
+
+#[test]
+fn the_docs_name_the_errors_the_code_has() {
+    let (root, packages) = workspace();
+    let mut offences = architecture_error_offences(&read(&root.join("ARCHITECTURE.md")));
+    for p in packages.iter().filter(|p| is_function(&p.dir)) {
+        let dir = root.join(&p.dir);
+        let error_types: BTreeSet<String> = std::fs::read_to_string(dir.join("src/error.rs"))
+            .ok()
+            .and_then(|text| error_type_literals(&text))
+            .into_iter()
+            .flatten()
+            .map(|(_, name)| name)
+            .collect();
+        let classes: BTreeSet<String> = rust_files(&dir.join("src"))
+            .iter()
+            .flat_map(|file| class_literals(&read(file)))
+            .collect();
+        let path = format!("{}/README.md", p.dir);
+        offences.extend(documented_error_offences(
+            &path,
+            &read(&root.join(&path)),
+            &error_types,
+            &classes,
+        ));
+    }
+    assert_none("errors the docs and the code disagree on", offences);
 }
 
 #[test]
@@ -1599,6 +1766,34 @@ fn uses_module(code: &str, module: &str, prefixes: &[&str], crate_root: bool) ->
 
 mod planted {
     use super::*;
+
+    #[test]
+    fn errors_the_docs_and_the_code_disagree_on_are_reported() {
+        let error_types: BTreeSet<String> = ["InvalidRequest", "Busy"].map(String::from).into();
+        let classes: BTreeSet<String> = ["schema", "conflict"].map(String::from).into();
+        let readme = "## Errors\n\n| `errorType` | when |\n|---|---|\n| `InvalidRequest` | bad |\n\
+            | `Gone` | removed |\n\nInvocation error: `errorType` `Vanished`.\n\n\
+            - Record failure classes: `schema`,\n  `stale` (dead-lettered).\n- Other: `conflict`.\n";
+        let offences =
+            documented_error_offences("functions/x/README.md", readme, &error_types, &classes);
+        assert_eq!(
+            offences,
+            [
+                "functions/x/README.md: the code's errorType `Busy` is not named here: say when it happens",
+                "functions/x/README.md:6: errorType `Gone` is not one the code returns",
+                "functions/x/README.md:8: errorType `Vanished` is not one the code returns",
+                "functions/x/README.md:11: failure class `stale` is not one the code returns",
+            ]
+        );
+        let architecture = "# A\n\n**Errors.** One scheme: `InvalidRequest`, `DeadlineTooShort`; \
+            the worker's `TooManyRows`.\n\nNext.";
+        assert_eq!(
+            architecture_error_offences(architecture),
+            [
+                "ARCHITECTURE.md: errorType `TooManyRows` is one function's: name it in that function's README"
+            ]
+        );
+    }
 
     fn package(name: &str, dir: &str, members_used: &[(&str, &str)]) -> Package {
         let members_used = members_used
