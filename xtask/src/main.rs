@@ -9,10 +9,9 @@
 //!   sample events; `--keep` leaves it running, polled; `--visibility-timeout
 //!   S` sets the local queues' (default 2 s)
 //! - `build-arm64`  cross-build the three functions for Graviton (zig)
-//! - `bcrypt-differential [--arm64]`  the hasher's long differential test
-//!   (100,000 random passwords against libxcrypt and the `bcrypt` crate, about
-//!   10 minutes); `--arm64`: the suite's short one built for arm64 and run under
-//!   qemu-aarch64
+//! - `test-arm64 CARGO-TEST-ARGS...`  `cargo test` with those arguments,
+//!   built for arm64 and run under qemu-aarch64 (such as the hasher's
+//!   differential test: see its README)
 //! - `sam-local [--quick]`  `sam build` (quick build), then `sam local invoke`
 //!   of every sample event (one per function with `--quick`) on podman, as a
 //!   suite step does
@@ -38,11 +37,13 @@
 //!   `bcrypt` crate, an allocator without its feature, one allocator per
 //!   function (see `user_changes.rs`)
 //!
-//! This crate only dispatches: the local stack (`tools/local-stack/`) and the lab
+//! The arguments are parsed in `cli.rs`, whose test parses every `cargo
+//! xtask` command the docs show. It holds the suite's steps and the commands that edit a project (new-function, remove-function); the local stack (`tools/local-stack/`) and the lab
 //! (`tools/lab/`) are crates of their own, run with `cargo run` (the lab's quick
 //! run built with the whole workspace, `command::workspace_binary`), so `cargo
 //! xtask` compiles no AWS SDK and no plotting library.
 
+mod cli;
 mod command;
 mod init_check;
 mod new_function;
@@ -53,41 +54,14 @@ mod template_text;
 mod test_binaries;
 mod user_changes;
 
+use cli::Command;
 use command::{package, run};
-use std::process::{Command, ExitCode};
-
-const USAGE: &str = "usage: cargo xtask <tools | test | run [--release] [--keep] [--visibility-timeout SECONDS] | build-arm64 | bcrypt-differential [--arm64] | sam-local [--quick] | check-init | lab [--quick | allocators | power | bcrypt | cold-start | fan-out | first-invocation | concurrency] | new-function NAME | remove-function NAME | user-changes>";
+use std::process::ExitCode;
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let result = match args.as_slice() {
-        ["tools"] => pinned_tools::install(),
-        ["test"] => suite::run_all(),
-        ["run", flags @ ..] => run(&mut package("local-stack", &[&["run"], flags].concat())),
-        ["build-arm64"] => run(&mut package("local-stack", &["build-arm64"])),
-        ["bcrypt-differential", flags @ ..] => bcrypt_differential(flags),
-        ["sam-local"] => sam_local(false),
-        ["sam-local", "--quick"] => sam_local(true),
-        ["lab", "--quick"] => suite::lab_quick(),
-        ["lab", flags @ ..] => run(&mut package("lab", flags)),
-        ["check-init"] => init_check::from_git().and_then(|()| init_check::from_zip()),
-        ["new-function", name] => add_function(name),
-        ["remove-function", name] => remove_function::remove(&command::workspace_root(), name)
-            .map(|report| print!("{report}")),
-        ["user-changes"] => {
-            command::lint_while_building();
-            user_changes::new_function()
-                .and_then(|()| user_changes::allocator_without_feature())
-                .and_then(|()| user_changes::mixed_allocators())
-        }
-        ["--help" | "-h" | "help"] => {
-            println!("{USAGE}");
-            Ok(())
-        }
-        _ => Err(USAGE.to_owned()),
-    };
-    match result {
+    match cli::parse(&args).and_then(execute) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e}");
@@ -96,26 +70,42 @@ fn main() -> ExitCode {
     }
 }
 
-/// The password hasher's differential tests: the long run here, or the short
-/// one on arm64 under qemu (`--arm64`).
-fn bcrypt_differential(flags: &[&str]) -> Result<(), String> {
-    const TEST: [&str; 4] = ["--package", "password-hasher", "--test", "differential"];
-    match flags {
-        [] => run(command::cargo()
-            .args(["test", "--release"])
-            .args(TEST)
-            .args(["--", "--ignored"])),
-        ["--arm64"] => run(&mut package(
-            "local-stack",
-            &[
-                &["test-arm64"][..],
-                &TEST,
-                &["--no-default-features", "--features", "system"],
-            ]
-            .concat(),
-        )),
-        _ => Err(USAGE.to_owned()),
+/// Run `command`.
+fn execute(command: Command) -> Result<(), String> {
+    match command {
+        Command::Tools => pinned_tools::install(),
+        Command::Test => suite::run_all(),
+        Command::Run(flags) => run(&mut package_with("local-stack", "run", &flags)),
+        Command::BuildArm64 => run(&mut package("local-stack", &["build-arm64"])),
+        Command::TestArm64(args) => run(&mut package_with("local-stack", "test-arm64", &args)),
+        Command::SamLocal { quick } => sam_local(quick),
+        Command::LabQuick => suite::lab_quick(),
+        Command::Lab(flags) => {
+            let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+            run(&mut package("lab", &flags))
+        }
+        Command::CheckInit => init_check::from_git().and_then(|()| init_check::from_zip()),
+        Command::NewFunction(name) => add_function(&name),
+        Command::RemoveFunction(name) => remove_function::remove(&command::workspace_root(), &name)
+            .map(|report| print!("{report}")),
+        Command::UserChanges => {
+            command::lint_while_building();
+            user_changes::new_function()
+                .and_then(|()| user_changes::allocator_without_feature())
+                .and_then(|()| user_changes::mixed_allocators())
+        }
+        Command::Help => {
+            println!("{}", cli::USAGE);
+            Ok(())
+        }
     }
+}
+
+/// `package`'s program run with `first` then `rest`.
+fn package_with(name: &str, first: &str, rest: &[String]) -> std::process::Command {
+    let mut args = vec![first];
+    args.extend(rest.iter().map(String::as_str));
+    package(name, &args)
 }
 
 /// `sam build` (quick), then `sam local invoke` of the sample events (one per
@@ -146,6 +136,6 @@ fn add_function(name: &str) -> Result<(), String> {
 }
 
 /// `sam ARGS` from the pinned venv (through the local stack, which pins it).
-pub fn sam(args: &[&str]) -> Result<Command, String> {
+pub fn sam(args: &[&str]) -> Result<std::process::Command, String> {
     command::local_stack(&[&["sam"], args].concat())
 }
