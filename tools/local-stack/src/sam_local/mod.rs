@@ -223,7 +223,9 @@ struct Run<'a> {
 impl Run<'_> {
     /// Invoke `function` with each of its sample events (the first only with
     /// `quick`) and check each answer against its expectation; count the
-    /// invocations and note what failed in `outcome`.
+    /// invocations and note what failed in `outcome`. A sample that is a
+    /// state machine's input (`state_machine` in its expectation) is no
+    /// event of the function's: skipped, with a line.
     fn samples(
         &self,
         function: &Function,
@@ -232,6 +234,17 @@ impl Run<'_> {
         outcome: &mut Outcome,
     ) -> Result<(), String> {
         let mut samples = events::samples(&function.binary)?;
+        samples.retain(|sample| match sample.state_machine() {
+            Some(machine) => {
+                println!(
+                    "  skip  {} {}: the input of state machine {machine}, not an event of the function",
+                    function.logical_id,
+                    sample.file_name()
+                );
+                false
+            }
+            None => true,
+        });
         if quick {
             samples.truncate(1);
         }
