@@ -1,46 +1,66 @@
-//! One line about an answer, whatever its function: its JSON, long strings
-//! and arrays cut short, the line at most [`LINE`] characters.
+//! One line about an answer, whatever its function: its fields as
+//! `key=value`, plain values first, nested ones cut short (an array as its
+//! length and first elements, an object two levels down as `{…}`), the line
+//! at most [`LINE`] characters.
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 /// Most characters of a summary line.
 const LINE: usize = 300;
 /// Most characters kept of a string inside an answer.
 const STRING: usize = 40;
 /// Most elements shown of an array inside an answer.
-const ELEMENTS: usize = 4;
+const ELEMENTS: usize = 2;
+/// Objects this deep (the answer's fields are at depth 1) show as `{…}`.
+const DEPTH: usize = 3;
 
 /// One line about `answer`: a function error as `ERROR <errorType>:
-/// <errorMessage>`, anything else as its shortened JSON.
+/// <errorMessage>`, an object as its fields, anything else as it is.
 pub(super) fn summarize(answer: &Value) -> String {
     let line = match answer.get("errorType") {
         Some(kind) => format!("ERROR {kind}: {}", answer["errorMessage"]),
-        None => shortened(answer).to_string(),
+        None => match answer {
+            Value::Object(fields) => fields_of(fields, 1),
+            other => render(other, 1),
+        },
     };
     cut(&line, LINE)
 }
 
-/// `value` with each string past [`STRING`] characters cut, and each array
-/// past [`ELEMENTS`] elements cut to its first ones and how many more.
-fn shortened(value: &Value) -> Value {
+/// `fields` at `depth` as `key=value`, plain values first.
+fn fields_of(fields: &Map<String, Value>, depth: usize) -> String {
+    let nested = |v: &Value| matches!(v, Value::Array(_) | Value::Object(_));
+    let plain = fields.iter().filter(|(_, v)| !nested(v));
+    let parts: Vec<String> = plain
+        .chain(fields.iter().filter(|(_, v)| nested(v)))
+        .map(|(key, value)| format!("{key}={}", render(value, depth + 1)))
+        .collect();
+    parts.join(", ")
+}
+
+/// `value` at `depth`, cut short.
+fn render(value: &Value, depth: usize) -> String {
     match value {
-        Value::String(text) => Value::String(cut(text, STRING)),
-        Value::Array(items) if items.len() > ELEMENTS => {
-            let mut kept: Vec<Value> = items.iter().take(ELEMENTS - 1).map(shortened).collect();
-            kept.push(Value::String(format!(
-                "... {} more",
-                items.len() - (ELEMENTS - 1)
-            )));
-            Value::Array(kept)
-        }
-        Value::Array(items) => Value::Array(items.iter().map(shortened).collect()),
-        Value::Object(fields) => Value::Object(
-            fields
+        Value::String(text) => Value::String(cut(text, STRING)).to_string(),
+        Value::Number(n) if n.is_f64() => n
+            .as_f64()
+            .map_or_else(|| n.to_string(), |f| format!("{f:.1}")),
+        Value::Array(items) if items.is_empty() => "[]".to_owned(),
+        Value::Array(items) => {
+            let mut shown: Vec<String> = items
                 .iter()
-                .map(|(key, value)| (key.clone(), shortened(value)))
-                .collect(),
-        ),
-        other => other.clone(),
+                .take(ELEMENTS)
+                .map(|item| render(item, depth + 1))
+                .collect();
+            if items.len() > ELEMENTS {
+                shown.push("…".to_owned());
+            }
+            format!("[{}: {}]", items.len(), shown.join(", "))
+        }
+        Value::Object(fields) if fields.is_empty() => "{}".to_owned(),
+        Value::Object(_) if depth >= DEPTH => "{…}".to_owned(),
+        Value::Object(fields) => format!("{{{}}}", fields_of(fields, depth)),
+        other => other.to_string(),
     }
 }
 
@@ -60,19 +80,26 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn long_strings_and_arrays_are_cut_short() {
+    fn plain_fields_come_first_and_nested_ones_are_cut_short() {
         let hash = format!("$2b$10${}", "x".repeat(53));
-        let answer = json!({"hashes": [hash, "$2b$04$short"], "workers": 2});
-        let line = summarize(&answer);
-        assert!(
-            line.contains(&format!("{}…", &hash[..STRING - 1])),
-            "{line}"
+        let answer = json!({
+            "hashes": [hash, "$2b$04$short", "$2b$04$third"],
+            "workers": 2,
+            "duration_ms": 21.938,
+            "memory": {"rss_bytes": 9, "deep": {"er": 1}},
+        });
+        assert_eq!(
+            summarize(&answer),
+            format!(
+                "duration_ms=21.9, workers=2, hashes=[3: \"{}…\", \"$2b$04$short\", …], memory={{rss_bytes=9, deep={{…}}}}",
+                &hash[..STRING - 1]
+            )
         );
-        assert!(line.contains("\"$2b$04$short\""), "{line}");
-        assert!(line.contains("\"workers\":2"), "{line}");
-        let many = json!({"groups": [1, 2, 3, 4, 5, 6]});
-        assert_eq!(summarize(&many), r#"{"groups":[1,2,3,"... 3 more"]}"#);
-        assert_eq!(summarize(&json!([1, 2, 3, 4])), "[1,2,3,4]");
+        assert_eq!(
+            summarize(&json!({"groups": [], "rows": {}, "ok": true})),
+            "ok=true, groups=[], rows={}"
+        );
+        assert_eq!(summarize(&json!([1, 2, 3])), "[3: 1, 2, …]");
     }
 
     #[test]
@@ -82,8 +109,7 @@ mod tests {
             summarize(&error),
             r#"ERROR "InvalidRequest": "no operation""#
         );
-        let wide: serde_json::Map<String, Value> =
-            (0..100).map(|i| (format!("k{i}"), json!(i))).collect();
+        let wide: Map<String, Value> = (0..100).map(|i| (format!("k{i}"), json!(i))).collect();
         let line = summarize(&Value::Object(wide));
         assert_eq!(line.chars().count(), LINE);
         assert!(line.ends_with('…'));
