@@ -15,7 +15,13 @@ pub(super) fn keep_running(
     plan: &Plan,
     runtime: &tokio::runtime::Runtime,
 ) -> Result<(), String> {
-    println!("\nEverything keeps running; the queues of the SQS event sources are polled. Try:");
+    if plan.queues.is_empty() {
+        println!("\nEverything keeps running. Try:");
+    } else {
+        println!(
+            "\nEverything keeps running; the queues of the SQS event sources are polled. Try:"
+        );
+    }
     print_invocations(stack, plan);
     print_queues_and_tables(stack, plan);
     print_state_machines(stack, plan);
