@@ -171,12 +171,6 @@ fn dependency_offences(packages: &[Package]) -> Vec<String> {
 /// function). Each goes when the sample's tests, lab probes and fakes move
 /// into the function's own folder.
 const TOOLS_ON_FUNCTIONS: &[(&str, &str)] = &[
-    ("e2e", "arrow-worker"),
-    ("e2e", "arrow-worker-testkit"),
-    ("e2e", "order-processor"),
-    ("e2e", "order-processor-testkit"),
-    ("e2e", "password-hasher"),
-    ("e2e", "password-hasher-testkit"),
     ("lab", "arrow-worker-testkit"),
     ("lab", "order-processor"),
     ("lab", "order-processor-testkit"),

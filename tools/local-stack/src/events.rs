@@ -33,6 +33,30 @@ impl Sample {
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default()
     }
+
+    /// The state machine (logical id) this sample is the execution input of,
+    /// its expectation's `state_machine`: then it is no event of its
+    /// function's, and what invokes samples directly skips it.
+    pub fn state_machine(&self) -> Option<&str> {
+        self.expect.state_machine.as_deref()
+    }
+
+    /// The message bodies of an SQS event's records (every record's
+    /// `eventSource` is `aws:sqs`), in order; none for any other event.
+    pub fn sqs_bodies(&self) -> Vec<String> {
+        let records = self.event["Records"].as_array();
+        let sqs = records.is_some_and(|records| {
+            !records.is_empty() && records.iter().all(|r| r["eventSource"] == "aws:sqs")
+        });
+        if !sqs {
+            return Vec::new();
+        }
+        records
+            .into_iter()
+            .flatten()
+            .filter_map(|r| r["body"].as_str().map(str::to_owned))
+            .collect()
+    }
 }
 
 /// `events/<function>/`: where the sample events of `function` are.
@@ -304,5 +328,50 @@ mod tests {
             stored_orders_of(samples("fixture-reporter"), false),
             Ok(vec![])
         );
+    }
+
+    #[test]
+    fn sqs_bodies_are_those_of_an_sqs_event_only() {
+        let dir = scratch("bodies");
+        let record = |source: &str, body: &str| serde_json::json!({"messageId": "m", "eventSource": source, "body": body});
+        let events = [
+            (
+                "batch",
+                serde_json::json!({"Records": [record("aws:sqs", "a"), record("aws:sqs", "b")]}),
+            ),
+            (
+                "stream",
+                serde_json::json!({"Records": [record("aws:sqs", "a"), record("aws:kinesis", "b")]}),
+            ),
+            ("empty", serde_json::json!({"Records": []})),
+            ("direct", serde_json::json!({"body": "a"})),
+        ];
+        for (name, event) in &events {
+            std::fs::write(dir.join(format!("{name}.json")), event.to_string()).expect("write");
+            std::fs::write(dir.join(format!("{name}.expect.json")), "{}").expect("write");
+        }
+        std::fs::write(dir.join("run.json"), "{\"query\": {}}").expect("write");
+        std::fs::write(dir.join("run.expect.json"), "{\"state_machine\": \"M\"}").expect("write");
+        let samples = samples_in(&dir).expect("samples");
+        let bodies: Vec<(String, Vec<String>)> = samples
+            .iter()
+            .map(|s| (s.file_name(), s.sqs_bodies()))
+            .collect();
+        assert_eq!(
+            bodies,
+            [
+                (
+                    "batch.json".to_owned(),
+                    vec!["a".to_owned(), "b".to_owned()]
+                ),
+                ("direct.json".to_owned(), vec![]),
+                ("empty.json".to_owned(), vec![]),
+                ("run.json".to_owned(), vec![]),
+                ("stream.json".to_owned(), vec![]),
+            ]
+        );
+        let machines: Vec<Option<&str>> = samples.iter().map(Sample::state_machine).collect();
+        assert_eq!(machines, [None, None, None, Some("M"), None]);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -9,6 +9,7 @@
 //!
 //! | field | the answer must |
 //! |---|---|
+//! | `state_machine` | (what the sample is, not a check) the logical id of a state machine of the template: the sample is the input of an execution of it, not an event of its function's. Only `cargo xtask run` sends it, through Step Functions; whatever invokes samples directly skips it. The fields below then apply to the execution's output; a failed execution answers `{"errorType": <its error>, "errorMessage": <its cause>}`. Not with `invalid_records` nor `http_status` |
 //! | `function_error` | be this function error (`errorType`); `null`, the default: none at all |
 //! | `http_status` | be an HTTP answer (Function URL) with this `statusCode`; the fields below then read the JSON of its `body` |
 //! | `invalid_records` | (SQS batch) report in `batchItemFailures` exactly the records [`failed_records`] derives from these `messageId`s |
@@ -26,6 +27,9 @@ use std::path::Path;
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Expectation {
+    /// The logical id of the state machine whose execution input the sample
+    /// is: not an event of its function's (see the module's table).
+    pub state_machine: Option<String>,
     /// The `errorType` the function must fail with; `None`: no function error.
     pub function_error: Option<String>,
     /// The HTTP status of a Function URL answer; the other checks read its body.
@@ -72,7 +76,18 @@ pub struct Context<'a> {
 
 /// The expectation in `text`, read from `path` (named in errors).
 pub fn parse(path: &Path, text: &str) -> Result<Expectation, String> {
-    serde_json::from_str(text).map_err(|e| format!("{}: {e}", path.display()))
+    let expect: Expectation =
+        serde_json::from_str(text).map_err(|e| format!("{}: {e}", path.display()))?;
+    if let Some(machine) = &expect.state_machine
+        && (expect.invalid_records.is_some() || expect.http_status.is_some())
+    {
+        return Err(format!(
+            "{}: the input of state machine {machine} is neither an SQS batch \
+             (invalid_records) nor a Function URL request (http_status)",
+            path.display()
+        ));
+    }
+    Ok(expect)
 }
 
 /// `Err(what is wrong)` unless `answer`, the function's answer to `event`,
@@ -345,6 +360,28 @@ mod tests {
         assert!(parse(path, r#"{"answer_includes": [1]}"#).is_err());
         assert!(parse(path, "{").is_err());
         assert_eq!(parse(path, "{}"), Ok(Expectation::default()));
+    }
+
+    #[test]
+    fn a_state_machine_input_is_neither_a_batch_nor_a_url_request() {
+        let path = Path::new("events/f/run.expect.json");
+        let input = parse(
+            path,
+            r#"{"state_machine": "M", "report": "all_stored_orders"}"#,
+        )
+        .expect("an execution's input");
+        assert_eq!(input.state_machine.as_deref(), Some("M"));
+        assert_eq!(input.report, Some(Report::AllStoredOrders));
+        for mixed in [
+            r#"{"state_machine": "M", "invalid_records": []}"#,
+            r#"{"state_machine": "M", "http_status": 200}"#,
+        ] {
+            let refused = parse(path, mixed).expect_err("not an execution's input");
+            assert!(
+                refused.starts_with("events/f/run.expect.json: the input of state machine M"),
+                "{refused}"
+            );
+        }
     }
 
     #[test]

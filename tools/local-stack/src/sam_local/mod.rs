@@ -257,7 +257,9 @@ struct Run<'a> {
 impl Run<'_> {
     /// Invoke `function` with each of its sample events (the first only with
     /// `quick`) and check each answer against its expectation; count the
-    /// invocations and note what failed in `outcome`.
+    /// invocations and note what failed in `outcome`. A sample that is a
+    /// state machine's input (`state_machine` in its expectation) is no
+    /// event of the function's: skipped, with a line.
     fn samples(
         &self,
         function: &Function,
@@ -266,11 +268,23 @@ impl Run<'_> {
         stored_orders: usize,
         outcome: &mut Outcome,
     ) -> Result<(), String> {
-        let samples = if quick {
-            &samples[..samples.len().min(1)]
-        } else {
-            samples
-        };
+        let mut samples: Vec<&Sample> = samples
+            .iter()
+            .filter(|sample| match sample.state_machine() {
+                Some(machine) => {
+                    println!(
+                        "  skip  {} {}: the input of state machine {machine}, not an event of the function",
+                        function.logical_id,
+                        sample.file_name()
+                    );
+                    false
+                }
+                None => true,
+            })
+            .collect();
+        if quick {
+            samples.truncate(1);
+        }
         for sample in samples {
             let name = sample
                 .path
