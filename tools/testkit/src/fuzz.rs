@@ -402,3 +402,25 @@ fn json_value(vocabulary: &'static [&'static str]) -> impl Strategy<Value = Valu
         ]
     })
 }
+
+/// A parser without a size limit of its own has Lambda's: `parse` refuses
+/// a payload of [`LAMBDA_PAYLOAD_BYTES`] with the most JSON values per byte
+/// (`Err` with a message), and the process's peak RSS stays under
+/// [`PEAK_RSS_BOUND`]. `what` names the parser.
+pub fn assert_a_lambda_sized_payload_is_refused(
+    what: &str,
+    parse: impl FnOnce(&[u8]) -> Result<(), String>,
+) {
+    let payload = zeros(LAMBDA_PAYLOAD_BYTES);
+    let before = shared::memory::snapshot().peak_rss_bytes;
+    let refused = parse(&payload).expect_err("an array is no request");
+    assert!(!refused.is_empty(), "{what}: a refusal without a message");
+    let after = shared::memory::snapshot().peak_rss_bytes;
+    println!(
+        "{what}, {} MiB payload: process peak RSS {:.1} MiB before, {:.1} MiB after the parse",
+        shared::memory::mib(payload.len() as u64),
+        shared::memory::mib(before),
+        shared::memory::mib(after),
+    );
+    assert!(after < PEAK_RSS_BOUND, "{what}: peak RSS {after} bytes");
+}

@@ -180,6 +180,25 @@ impl LocalQueues {
     }
 }
 
+/// Every item of `table`, by consistent, paginated scans.
+pub async fn scan(
+    client: &aws_sdk_dynamodb::Client,
+    table: &str,
+) -> Vec<std::collections::HashMap<String, aws_sdk_dynamodb::types::AttributeValue>> {
+    let mut pages = client
+        .scan()
+        .table_name(table)
+        .consistent_read(true)
+        .into_paginator()
+        .items()
+        .send();
+    let mut items = Vec::new();
+    while let Some(item) = pages.next().await {
+        items.push(item.unwrap_or_else(|e| panic!("scan {table}: {e}")));
+    }
+    items
+}
+
 /// DynamoDB Local (its database in the folder `db_path`, else in memory) with
 /// the template's tables, and ElasticMQ with the queues of `template`
 /// (visibility timeout `visibility_timeout_s`), started side by side.

@@ -15,23 +15,15 @@ pub fn sample_records(range: std::ops::Range<u64>) -> Vec<aws_lambda_events::sqs
     order_processor_testkit::orders::records(range, order_processor_testkit::orders::body)
 }
 
-/// Every item of a local table as `order_id -> content_hash`, by paginated
-/// scan; each item's hash must be of the current `hash_version`.
+/// Every item of a local table as `order_id -> content_hash`; each item's
+/// hash must be of the current `hash_version`.
 pub async fn stored_hashes(
     client: &aws_sdk_dynamodb::Client,
     table: &str,
 ) -> std::collections::BTreeMap<String, String> {
     use aws_sdk_dynamodb::types::AttributeValue;
     let mut items = std::collections::BTreeMap::new();
-    let mut pages = client
-        .scan()
-        .table_name(table)
-        .consistent_read(true)
-        .into_paginator()
-        .items()
-        .send();
-    while let Some(item) = pages.next().await {
-        let item = item.unwrap_or_else(|e| panic!("scan {table}: {e}"));
+    for item in scan(client, table).await {
         let text = |key: &str| match item.get(key) {
             Some(AttributeValue::S(s)) => s.clone(),
             other => panic!("{key} is {other:?}"),
