@@ -22,10 +22,36 @@ pub use first_invocation::{
 };
 pub use power::{Tuning, rewritable as power_rewritable, rewrite as rewrite_power};
 
-use super::run::Results;
-use super::scale::Scale;
+use crate::scale::Scale;
+use crate::{
+    bcrypt as measured_bcrypt, cold_start as measured_cold_start,
+    first_invocation as measured_first_invocation, machine, memory, prewarm,
+};
 use std::fmt::Write as _;
 use std::path::Path;
+
+/// Everything one run measured.
+#[derive(Debug, Clone)]
+pub struct Results {
+    pub scale: Scale,
+    pub machine: machine::Machine,
+    pub memory: Memory,
+    pub prewarm: Vec<prewarm::Row>,
+    pub bcrypt: measured_bcrypt::Bcrypt,
+    /// Not in quick mode.
+    pub cold_start: Option<Vec<measured_cold_start::Row>>,
+    /// The memory sizes measured, or why not.
+    pub power: Tuning,
+    /// The fan-out against one function, or why not.
+    pub fan_out: FanOut,
+    /// The first invocation against the steady state, or why not.
+    pub first_invocation: Result<measured_first_invocation::FirstInvocation, String>,
+    /// Many requests in one environment.
+    pub concurrency: ConcurrencyMeasurement,
+}
+
+/// Section 1's runs, by traffic pattern.
+pub type Memory = Vec<(memory::Pattern, Vec<memory::Run>)>;
 
 /// The plots, relative to the report.
 const PLOTS: &str = "tools/lab/plots";

@@ -1,34 +1,15 @@
 //! `cargo xtask lab [--quick]`: every section measured, `BENCHMARKS.md`
 //! written, then the properties that must hold everywhere checked.
 
+use crate::report::{self, Memory, Results};
 use crate::scale::Scale;
 use crate::{
     bcrypt, cold_start, concurrency, fan_out, first_invocation, machine, memory, prewarm, probes,
-    report, tuning,
+    tuning,
 };
 use indicatif::{ProgressBar, ProgressStyle};
 use local_stack::workspace_root;
 use std::time::Duration;
-
-/// Everything one run measured.
-#[derive(Debug, Clone)]
-pub struct Results {
-    pub scale: Scale,
-    pub machine: machine::Machine,
-    pub memory: Memory,
-    pub prewarm: Vec<prewarm::Row>,
-    pub bcrypt: bcrypt::Bcrypt,
-    /// Not in quick mode.
-    pub cold_start: Option<Vec<cold_start::Row>>,
-    /// The memory sizes measured, or why not.
-    pub power: report::Tuning,
-    /// The fan-out against one function, or why not.
-    pub fan_out: report::FanOut,
-    /// The first invocation against the steady state, or why not.
-    pub first_invocation: Result<first_invocation::FirstInvocation, String>,
-    /// Many requests in one environment.
-    pub concurrency: report::ConcurrencyMeasurement,
-}
 
 /// Run the lab at `scale`, write the report, then fail if a property broke.
 /// `build_release` makes sure the release bootstraps exist (full scale only).
@@ -117,9 +98,6 @@ fn measure(
         cold_start,
     })
 }
-
-/// Section 1's runs, by traffic pattern.
-pub type Memory = Vec<(memory::Pattern, Vec<memory::Run>)>;
 
 /// Sections 1 and 3: the allocators under each traffic pattern, and the
 /// arena pre-warm.
