@@ -54,8 +54,8 @@
 //!     sample events: no member but a function's own crates depends on a
 //!     function crate, and `[workspace.dependencies]` names none, so that
 //!     deleting a function's folder leaves a workspace that loads. Today's
-//!     exceptions, which the move of each sample's tests, probes and fakes
-//!     into its folder removes, are [`TOOLS_ON_FUNCTIONS`]; none may be added.
+//!     exceptions, the performance lab's (it still measures the samples with
+//!     their code), are [`TOOLS_ON_FUNCTIONS`]; none may be added.
 //! 17. The docs name the errors the code has, and only those: every
 //!     `errorType` a function's `fn error_type` returns and every failure
 //!     class its `fn class` returns is named in its README, whose `errorType`
@@ -168,8 +168,8 @@ fn dependency_offences(packages: &[Package]) -> Vec<String> {
 }
 
 /// Tools that still depend on a function crate (rule 16): (package,
-/// function). Each goes when the sample's tests, lab probes and fakes move
-/// into the function's own folder.
+/// function). The lab's; each goes when the lab measures functions through
+/// the template and their folders' own probes.
 const TOOLS_ON_FUNCTIONS: &[(&str, &str)] = &[
     ("lab", "arrow-worker-testkit"),
     ("lab", "order-processor"),
@@ -211,8 +211,7 @@ fn tool_offences(packages: &[Package], root_manifest: &str) -> Vec<String> {
             .position(|l| l.contains(&format!("path = \"{dir}\"")))
     };
     for (name, dir) in function_dirs {
-        let excepted = TOOLS_ON_FUNCTIONS.iter().any(|(_, f)| *f == name);
-        if let Some(n) = in_table(dir).filter(|_| !excepted) {
+        if let Some(n) = in_table(dir) {
             offences.push(format!(
                 "Cargo.toml:{}: `[workspace.dependencies]` names the function `{name}`: deleting \
                  its folder would leave a workspace that does not load",
