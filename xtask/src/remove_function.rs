@@ -307,17 +307,18 @@ fn without(template: &str, lines: &[&str], drop: &BTreeSet<usize>) -> String {
     text
 }
 
-/// The workspace manifests (other than the crate's own) that name the crate
-/// `name` or its folder: they would fail to load without it.
+/// The workspace manifests (outside the function's own folder, which goes
+/// with it) that name the crate `name` or a path into its folder: they would
+/// fail to load without it.
 fn dependents(root: &Path, name: &str) -> Result<Vec<String>, String> {
     let mut found = vec![];
     let mut manifests = vec![root.join("Cargo.toml")];
     for dir in ["functions", "shared", "tools", "tests", "xtask"] {
         collect_manifests(&root.join(dir), &mut manifests);
     }
-    let own = root.join("functions").join(name).join("Cargo.toml");
-    let folder = format!("functions/{name}\"");
-    for manifest in manifests.into_iter().filter(|m| *m != own) {
+    let own = root.join("functions").join(name);
+    let (folder, inside) = (format!("functions/{name}\""), format!("functions/{name}/"));
+    for manifest in manifests.into_iter().filter(|m| !m.starts_with(&own)) {
         let text = std::fs::read_to_string(&manifest)
             .map_err(|e| format!("read {}: {e}", manifest.display()))?;
         let depends = text.lines().any(|l| {
@@ -325,6 +326,7 @@ fn dependents(root: &Path, name: &str) -> Result<Vec<String>, String> {
             l.starts_with(&format!("{name} ")) && l.contains('=') && !l.starts_with('[')
                 || l.starts_with(&format!("{name}.workspace"))
                 || l.contains(&folder)
+                || l.contains(&inside)
         });
         if depends {
             let shown = manifest.strip_prefix(root).unwrap_or(&manifest);
@@ -474,10 +476,23 @@ mod tests {
     #[test]
     fn a_crate_other_members_depend_on_is_named() {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-        // Today the tools depend on the samples by path (their move into the
-        // functions' folders is under way): removing one would break loading.
+        // Today the lab's probes depend on the samples by path (the hasher's
+        // own test crate, in its folder, goes with it): removing one would
+        // break loading.
         let found = dependents(&root, "password-hasher").expect("manifests read");
-        assert!(found.contains(&"Cargo.toml".to_owned()), "{found:?}");
+        assert!(
+            found.contains(&"tools/lab/probes/Cargo.toml".to_owned()),
+            "{found:?}"
+        );
+        assert!(
+            !found.iter().any(|m| m.starts_with("functions/")),
+            "{found:?}"
+        );
+        let found = dependents(&root, "order-processor").expect("manifests read");
+        assert!(
+            found.contains(&"tools/lab/Cargo.toml".to_owned()),
+            "{found:?}"
+        );
         assert!(
             dependents(&root, "no-such-function")
                 .expect("read")
