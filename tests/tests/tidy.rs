@@ -999,30 +999,29 @@ fn error_type_literals(source: &str) -> Option<Vec<(usize, String)>> {
 
 /// The string literals in the bodies of every `fn class` of `source`.
 fn class_literals(source: &str) -> Vec<String> {
-    let mut literals = vec![];
-    let mut from = 0;
-    while let Some(found) = literals_of(source, "fn class(", from) {
-        literals.extend(found.into_iter().map(|(_, literal)| literal));
-        from = match source[from..].find("fn class(") {
-            Some(at) => from + at + 1,
-            None => break,
-        };
-    }
-    literals
+    const SIGNATURE: &str = "fn class(";
+    let code: Vec<char> = code_only(source).chars().collect();
+    let name: Vec<char> = SIGNATURE.chars().collect();
+    code.windows(name.len())
+        .enumerate()
+        .filter(|(_, w)| *w == name.as_slice())
+        .filter_map(|(at, _)| literals_of(source, SIGNATURE, at))
+        .flatten()
+        .map(|(_, literal)| literal)
+        .collect()
 }
 
 /// The string literals, with their lines, in the body of the first
-/// function `signature` (such as `fn error_type`) at or after byte `from`
-/// of `source`; `None` without one.
+/// function `signature` (such as `fn error_type`) at or after character
+/// `from` of `source`'s code (comments and literals aside); `None` without one.
 fn literals_of(source: &str, signature: &str, from: usize) -> Option<Vec<(usize, String)>> {
     // Braces are matched on the code alone, literals read from the text.
-    let skipped = source.get(..from)?.chars().count();
     let code: Vec<char> = code_only(source).chars().collect();
     let text: Vec<char> = source.chars().collect();
     let name: Vec<char> = signature.chars().collect();
-    let start = skipped
+    let start = from
         + code
-            .get(skipped..)?
+            .get(from..)?
             .windows(name.len())
             .position(|w| w == name.as_slice())?;
     let open = start + code[start..].iter().position(|c| *c == '{')?;
