@@ -35,6 +35,7 @@ pub mod sam;
 pub mod sam_local;
 pub mod schedule;
 pub mod step_functions;
+mod stored;
 pub mod task_root;
 pub mod template;
 pub mod tls_front;

@@ -15,14 +15,14 @@ use std::collections::{BTreeMap, BTreeSet};
 /// A table of the template (its logical id, its name locally) and the
 /// attribute of its partition key.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct Table {
+pub(crate) struct Table {
     pub name: String,
     pub partition_key: String,
 }
 
 /// Every `AWS::DynamoDB::Table` of the template with the `HASH` attribute of
 /// its `KeySchema`.
-pub(super) fn tables(template: &Template) -> Result<Vec<Table>, String> {
+pub(crate) fn tables(template: &Template) -> Result<Vec<Table>, String> {
     template
         .resources("AWS::DynamoDB::Table")
         .into_iter()
@@ -48,7 +48,7 @@ pub(super) fn tables(template: &Template) -> Result<Vec<Table>, String> {
 
 /// Of `ids`, those found as the partition key of an item of one of
 /// `tables`, by table (only the tables holding some).
-pub(super) async fn find(
+pub(crate) async fn find(
     client: &aws_sdk_dynamodb::Client,
     tables: &[Table],
     ids: &BTreeSet<String>,
@@ -65,7 +65,7 @@ pub(super) async fn find(
 }
 
 /// Every partition key value of `table`'s items (a number's digits too).
-async fn partition_keys(
+pub(crate) async fn partition_keys(
     client: &aws_sdk_dynamodb::Client,
     table: &Table,
 ) -> Result<Vec<String>, String> {
@@ -96,7 +96,7 @@ fn held(keys: Vec<String>, ids: &BTreeSet<String>) -> BTreeSet<String> {
 }
 
 /// The ids of `found`, whichever table holds them.
-pub(super) fn all(found: &BTreeMap<String, BTreeSet<String>>) -> BTreeSet<String> {
+pub(crate) fn all(found: &BTreeMap<String, BTreeSet<String>>) -> BTreeSet<String> {
     found.values().flatten().cloned().collect()
 }
 

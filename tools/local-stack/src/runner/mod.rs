@@ -31,7 +31,6 @@ mod keep;
 mod plan;
 mod queues;
 mod stack;
-mod stored;
 
 use crate::cgroup::Limits;
 use crate::process;

@@ -3,8 +3,8 @@
 //! queue, a state machine's input (its expectation's `state_machine`)
 //! through that state machine, anything else straight to its function.
 
-use super::stored::{self, Table};
 use crate::events::{self, Sample};
+use crate::stored::{self, Table};
 use crate::template::{Function, SqsSource, Template};
 
 /// Every sample of every function of the template, by how it is sent.

@@ -6,12 +6,12 @@
 
 use super::plan::{Plan, Queued};
 use super::stack::Stack;
-use super::stored;
 use super::{Options, QueueFlow, Summary};
 use crate::elasticmq::{self, LocalQueue};
 use crate::event_source;
 use crate::events;
 use crate::pool::Pool;
+use crate::stored;
 use crate::template::Redrive;
 use serde_json::Value;
 use std::collections::BTreeSet;

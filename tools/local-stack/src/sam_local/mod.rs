@@ -44,10 +44,10 @@ use crate::events::{self, Sample};
 use crate::jvm::Compiler;
 use crate::local_aws::{self, function_env};
 use crate::process::Guard;
+use crate::stored::{self, Table};
 use crate::template::{Function, Template};
 use crate::{sam, tools, workspace_root};
 use serde_json::Value;
-use shared::orders::attr::ORDER_ID;
 use std::collections::BTreeSet;
 use std::net::{IpAddr, Ipv4Addr};
 use std::path::{Path, PathBuf};
@@ -197,14 +197,15 @@ pub fn run(build_dir: &Path, logs: &Path, quick: bool) -> Result<Outcome, String
         run.samples(function, samples, quick, stored_orders, &mut outcome)?;
         if samples.iter().any(|s| s.expect.invalid_records.is_some()) {
             // Its SQS batches of orders: the orders they leave stored.
-            let tables = tables_named_by(&template, function);
-            let ids = runtime.block_on(order_ids(&dynamodb.client(), &tables))?;
+            let tables = tables_named_by(&template, function)?;
+            let ids = runtime.block_on(stored_keys(&dynamodb.client(), &tables))?;
             stored_orders = ids.len();
             // sam local reaches the dead-letter queue: invalid orders go there.
             let expected = events::stored_orders(&function.binary, true)?;
             if !quick && ids != expected {
+                let names: Vec<&str> = tables.iter().map(|t| t.name.as_str()).collect();
                 outcome.failures.push(format!(
-                    "after the samples of {}, {tables:?} hold {ids:?}, expected {expected:?}",
+                    "after the samples of {}, {names:?} hold {ids:?}, expected {expected:?}",
                     function.logical_id
                 ));
             }
@@ -235,13 +236,10 @@ fn in_sample_order(
 
 /// The template's tables `function`'s environment names (locally a table's
 /// name is its logical id, what `!Ref` of it gives).
-fn tables_named_by(template: &Template, function: &Function) -> Vec<String> {
-    template
-        .resources("AWS::DynamoDB::Table")
-        .into_iter()
-        .map(|(logical_id, _)| logical_id)
-        .filter(|table| function.env.iter().any(|(_, value)| value == table))
-        .collect()
+fn tables_named_by(template: &Template, function: &Function) -> Result<Vec<Table>, String> {
+    let mut tables = stored::tables(template)?;
+    tables.retain(|table| function.env.iter().any(|(_, value)| *value == table.name));
+    Ok(tables)
 }
 
 /// What every `sam local invoke` of a run shares.
@@ -429,23 +427,16 @@ fn invoke(
     Ok((answer, stdout + &stderr))
 }
 
-/// The order ids (`order_id`, what the samples' SQS records carry) in the
-/// local `tables`, sorted, each once.
-async fn order_ids(
+/// The partition keys of the items of the local `tables` (the ids the
+/// samples' SQS records carry, when those are what is stored), sorted, each
+/// once.
+async fn stored_keys(
     client: &aws_sdk_dynamodb::Client,
-    tables: &[String],
+    tables: &[Table],
 ) -> Result<Vec<String>, String> {
     let mut ids = BTreeSet::new();
     for table in tables {
-        let mut pages = client.scan().table_name(table).into_paginator().send();
-        while let Some(page) = pages.next().await {
-            let page = page.map_err(|e| format!("scan {table}: {}", elasticmq::error_text(&e)))?;
-            for item in page.items() {
-                if let Some(id) = item.get(ORDER_ID).and_then(|v| v.as_s().ok()) {
-                    ids.insert(id.clone());
-                }
-            }
-        }
+        ids.extend(stored::partition_keys(client, table).await?);
     }
     Ok(ids.into_iter().collect())
 }
@@ -503,10 +494,19 @@ mod tests {
         let template = crate::fixtures::template();
         for binary in ["fixture-function", "fixture-reporter"] {
             let function = template.function(binary).expect("function");
-            assert_eq!(tables_named_by(&template, &function), ["FixtureTable"]);
+            let names: Vec<String> = tables_named_by(&template, &function)
+                .expect("tables")
+                .into_iter()
+                .map(|t| t.name)
+                .collect();
+            assert_eq!(names, ["FixtureTable"]);
         }
         let mut none = template.function("fixture-function").expect("function");
         none.env.retain(|(key, _)| key != "TABLE_NAME");
-        assert!(tables_named_by(&template, &none).is_empty());
+        assert!(
+            tables_named_by(&template, &none)
+                .expect("tables")
+                .is_empty()
+        );
     }
 }
