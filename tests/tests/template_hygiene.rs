@@ -106,15 +106,26 @@ fn unexplained_findings(template: &Value) -> Vec<String> {
 
 #[test]
 fn no_iam_grant_is_wider_than_needed() {
-    for (mode, overrides, least_roles) in [
-        ("on demand", ON_DEMAND, 5),
-        ("on managed instances", MANAGED_INSTANCES, 6),
+    for (mode, overrides, operator) in [
+        ("on demand", ON_DEMAND, 0),
+        ("on managed instances", MANAGED_INSTANCES, 1),
     ] {
         let template = deployed(overrides);
         let roles = of_type(&template, "AWS::IAM::Role").len();
+        // Every function, state machine and schedule has a role of its own,
+        // and so has the capacity provider's operator on Managed Instances.
+        let least_roles = [
+            "AWS::Lambda::Function",
+            "AWS::StepFunctions::StateMachine",
+            "AWS::Scheduler::Schedule",
+        ]
+        .iter()
+        .map(|kind| of_type(&template, kind).len())
+        .sum::<usize>()
+            + operator;
         assert!(
             roles >= least_roles,
-            "{mode}: three functions, the schedule and the state machine have roles (and the capacity provider's operator): {roles}"
+            "{mode}: every function, state machine and schedule has a role (and the capacity provider's operator): {roles} for {least_roles}"
         );
         let findings = unexplained_findings(&template);
         assert!(
@@ -365,8 +376,9 @@ fn every_alarm_notifies_and_every_dead_letter_queue_has_one() {
                     .contains(&("QueueName".to_owned(), queue.to_owned()))
         })
     };
+    // Which queues are dead-letter queues is the template module's own
+    // tests' (local-stack, `template::queues`).
     let dead_letter_queues = template.dead_letter_queues().expect("dead-letter queues");
-    assert!(dead_letter_queues.len() >= 2, "{dead_letter_queues:?}");
     for queue in &dead_letter_queues {
         if on_queue(queue, "ApproximateNumberOfMessagesVisible").is_none() {
             missing.push(format!(

@@ -53,9 +53,8 @@
 //! 16. Tools know functions only through the template, the binaries and the
 //!     sample events: no member but a function's own crates depends on a
 //!     function crate, and `[workspace.dependencies]` names none, so that
-//!     deleting a function's folder leaves a workspace that loads. Today's
-//!     exceptions, the performance lab's (it still measures the samples with
-//!     their code), are [`TOOLS_ON_FUNCTIONS`]; none may be added.
+//!     deleting a function's folder leaves a workspace that loads. The lab
+//!     too: a function's probes are in its folder (`functions/<name>/lab/`).
 //! 17. The docs name the errors the code has, and only those: every
 //!     `errorType` a function's `fn error_type` returns and every failure
 //!     class its `fn class` returns is named in its README, whose `errorType`
@@ -167,22 +166,8 @@ fn dependency_offences(packages: &[Package]) -> Vec<String> {
     offences
 }
 
-/// Tools that still depend on a function crate (rule 16): (package,
-/// function). The lab's; each goes when the lab measures functions through
-/// the template and their folders' own probes.
-const TOOLS_ON_FUNCTIONS: &[(&str, &str)] = &[
-    ("lab", "arrow-worker-testkit"),
-    ("lab", "order-processor"),
-    ("lab", "order-processor-testkit"),
-    ("lab-probes", "arrow-worker"),
-    ("lab-probes", "arrow-worker-testkit"),
-    ("lab-probes", "order-processor"),
-    ("lab-probes", "order-processor-testkit"),
-    ("lab-probes", "password-hasher"),
-];
-
 /// Rule 16: members other than functions depending on a function crate, and
-/// the root table naming one (`root_manifest`), but [`TOOLS_ON_FUNCTIONS`].
+/// the root table naming one (`root_manifest`).
 fn tool_offences(packages: &[Package], root_manifest: &str) -> Vec<String> {
     let function_dirs: BTreeMap<&str, &str> = packages
         .iter()
@@ -192,8 +177,7 @@ fn tool_offences(packages: &[Package], root_manifest: &str) -> Vec<String> {
     let mut offences = vec![];
     for p in packages.iter().filter(|p| !in_function_folder(&p.dir)) {
         for (dep, kind, key) in &p.members_used {
-            let excepted = TOOLS_ON_FUNCTIONS.contains(&(p.name.as_str(), dep.as_str()));
-            if function_dirs.contains_key(dep.as_str()) && !excepted {
+            if function_dirs.contains_key(dep.as_str()) {
                 offences.push(format!(
                     "{}/Cargo.toml:{}: `{}` has a {kind} dependency on the function `{dep}`: tools \
                      know functions through the template, the binaries and the sample events \
@@ -420,6 +404,20 @@ fn unused_modules(lib: &str, src_dir: &str, own: &[Source], dependents: &[Source
         .collect()
 }
 
+/// Whether the docs' `path` is left alone: generated (git ignores it), or
+/// in the folder of a function the user removed, whose lines are theirs to
+/// edit ("Make it yours" in the README).
+fn not_checked(path: &str, tree: &BTreeSet<String>, generated: &[String]) -> bool {
+    let removed_function = path
+        .strip_prefix("functions/")
+        .and_then(|rest| rest.split('/').next())
+        .is_some_and(|name| !tree.contains(&format!("functions/{name}")));
+    removed_function
+        || generated
+            .iter()
+            .any(|g| path == g || path.starts_with(&format!("{g}/")))
+}
+
 /// Rule 5, on one Markdown file. `tree`: every file and folder of the workspace;
 /// `generated`: folders builds create (from .gitignore); `libs`: lib name to
 /// (`src` folder, `lib.rs`).
@@ -480,10 +478,7 @@ fn doc_path_offences(
                 _ => token,
             };
             let path = path.trim_end_matches('/');
-            if generated
-                .iter()
-                .any(|g| path == g || path.starts_with(&format!("{g}/")))
-            {
+            if not_checked(path, tree, generated) {
                 continue;
             }
             let anywhere =
@@ -1523,7 +1518,7 @@ fn is_function(dir: &str) -> bool {
 }
 
 /// A crate inside a function's folder: the function's own, or one of its
-/// test-only crates (`functions/<name>/testkit`), which go when it goes.
+/// test-only crates (`functions/<name>/testkit`, `lab`), which go when it goes.
 fn in_function_folder(dir: &str) -> bool {
     dir.starts_with("functions/")
 }
@@ -2006,6 +2001,7 @@ mod planted {
             "shared/src/memory.rs",
             "xtask",
             "xtask/src/main.rs",
+            "functions/kept",
         ];
         let tree: BTreeSet<String> = tree.iter().map(|p| p.to_string()).collect();
         let libs = BTreeMap::from([(
@@ -2014,7 +2010,8 @@ mod planted {
         )]);
         let markdown = "`shared/src/lib.rs:12` `xtask/src/gone.rs` `target/x.rs` `https://a/b.md` `cargo xtask run`\n\
             | `shared/` | `memory.rs` `main.rs` |\n```\n`not/checked.rs`\n```\n\
-            `shared::memory::snapshot` `shared::init` `shared::invocation::Deadline` `lib.rs` `Init::decide`\n";
+            `shared::memory::snapshot` `shared::init` `shared::invocation::Deadline` `lib.rs` `Init::decide`\n\
+            `functions/removed/src/handler.rs` `functions/kept/src/gone.rs`\n";
         assert_eq!(
             doc_path_offences(
                 "ARCHITECTURE.md",
@@ -2027,6 +2024,8 @@ mod planted {
                 "ARCHITECTURE.md:1: `xtask/src/gone.rs` names no file or folder of the workspace",
                 "ARCHITECTURE.md:2: `main.rs` names no file or folder of the workspace (nor under [\"shared\"])",
                 "ARCHITECTURE.md:6: `shared::invocation::Deadline` names `invocation`, which is no module or item of `shared`",
+                // A removed function's paths are not reported; a present one's are.
+                "ARCHITECTURE.md:7: `functions/kept/src/gone.rs` names no file or folder of the workspace",
             ]
         );
     }

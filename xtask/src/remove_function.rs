@@ -89,12 +89,27 @@ pub fn report(name: &str, removal: &Removal) -> String {
 /// `template` without function `name` (its `Binary` or `CodeUri`) and what is
 /// its alone; refused if anything else still names it.
 pub fn from_template(template: &str, name: &str) -> Result<Removal, String> {
+    removal(template, name, false)
+}
+
+/// [`from_template`], and what still calls the function goes too, with what
+/// is that caller's alone (the state machine that calls the Arrow worker,
+/// its role, its alarm): what a user removes by hand ("a state machine that
+/// calls it goes too", README).
+pub fn with_callers(template: &str, name: &str) -> Result<Removal, String> {
+    removal(template, name, true)
+}
+
+fn removal(template: &str, name: &str, with_callers: bool) -> Result<Removal, String> {
     let lines: Vec<&str> = template.lines().collect();
     let resources = entries(&lines, "Resources")
         .ok_or("template.yaml has no top-level `Resources:` section")?;
     let outputs = entries(&lines, "Outputs").unwrap_or_default();
     let function = find_function(&lines, &resources, name)?;
-    let owned = owned(&lines, &resources, function);
+    let mut owned = owned(&lines, &resources, function);
+    if with_callers {
+        owned = and_callers(&lines, &resources, owned, function);
+    }
     let names_owned = |line: &str| ids(line).iter().any(|id| is_owned(id, &owned, function));
 
     let mut drop: BTreeSet<usize> = BTreeSet::new();
@@ -110,9 +125,7 @@ pub fn from_template(template: &str, name: &str) -> Result<Removal, String> {
             if !names_owned(line) {
                 continue;
             }
-            let item = line.trim_start();
-            let list_item = item.starts_with("- !Ref ") || item.starts_with("- !GetAtt ");
-            if list_item && ids(line).len() == 1 {
+            if is_list_item(line, &ids(line)) {
                 drop.insert(n);
                 removal
                     .unlisted
@@ -196,6 +209,44 @@ fn owned<'a>(lines: &[&str], resources: &[Entry<'a>], function: Entry<'a>) -> BT
             return owned;
         }
     }
+}
+
+/// `owned` and, until none is left, every resource that names one of them
+/// other than in a list of references, with what is its alone.
+fn and_callers<'a>(
+    lines: &[&str],
+    resources: &[Entry<'a>],
+    mut owned: BTreeSet<&'a str>,
+    function: Entry<'a>,
+) -> BTreeSet<&'a str> {
+    loop {
+        let before = owned.len();
+        let callers: Vec<Entry> = resources
+            .iter()
+            .filter(|e| !owned.contains(e.key))
+            .filter(|e| {
+                lines[e.start + 1..e.end].iter().any(|line| {
+                    let named = ids(line);
+                    !is_list_item(line, &named)
+                        && named.iter().any(|id| is_owned(id, &owned, function))
+                })
+            })
+            .copied()
+            .collect();
+        for caller in callers {
+            owned.extend(self::owned(lines, resources, caller));
+        }
+        if owned.len() == before {
+            return owned;
+        }
+    }
+}
+
+/// Whether `line` is an item of a list of references naming one id
+/// (`- !Ref X`): it goes, its list stays.
+fn is_list_item(line: &str, named: &[String]) -> bool {
+    let item = line.trim_start();
+    (item.starts_with("- !Ref ") || item.starts_with("- !GetAtt ")) && named.len() == 1
 }
 
 /// Whether `id` is one of `owned`, or a resource SAM makes for the function
@@ -428,6 +479,43 @@ mod tests {
     }
 
     #[test]
+    fn by_hand_the_state_machine_that_calls_a_function_goes_with_it() {
+        let removal = with_callers(&shipped(), "arrow-worker").expect("removed");
+        for id in [
+            "ArrowWorkerFunction",
+            "ArrowWorkerRole",
+            "OrdersReportStateMachine",
+            "OrdersReportStateMachineRole",
+            "ReportStateMachineFailedAlarm",
+            "OrdersReportStateMachineArn",
+        ] {
+            assert!(
+                removal.removed.contains(&id.to_owned()),
+                "{id}: {removal:?}"
+            );
+        }
+        assert!(!removal.template.contains("ArrowWorker"));
+        assert!(!removal.template.contains("OrdersReportStateMachine"));
+        // What others use stays: the other functions, the tables, the bucket.
+        for kept in [
+            "OrderProcessorFunction",
+            "PasswordHasherFunction",
+            "ReportsTable:",
+            "AnalyticsBucket:",
+        ] {
+            assert!(removal.template.contains(kept), "{kept}");
+        }
+        // Nothing the template keeps names what went.
+        let gone = from_template(&removal.template, "arrow-worker").expect_err("gone");
+        assert!(gone.contains("no function built from"), "{gone}");
+        // A function nothing calls goes alike either way.
+        assert_eq!(
+            with_callers(&shipped(), "password-hasher"),
+            from_template(&shipped(), "password-hasher")
+        );
+    }
+
+    #[test]
     fn a_function_another_resource_calls_is_refused_with_each_reference() {
         let refused = from_template(&shipped(), "arrow-worker").expect_err("refused");
         assert!(
@@ -476,23 +564,30 @@ mod tests {
     #[test]
     fn a_crate_other_members_depend_on_is_named() {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-        // Today the lab's probes depend on the samples by path (the hasher's
-        // own test crate, in its folder, goes with it): removing one would
-        // break loading.
-        let found = dependents(&root, "password-hasher").expect("manifests read");
-        assert!(
-            found.contains(&"tools/lab/probes/Cargo.toml".to_owned()),
-            "{found:?}"
-        );
-        assert!(
-            !found.iter().any(|m| m.starts_with("functions/")),
-            "{found:?}"
-        );
-        let found = dependents(&root, "order-processor").expect("manifests read");
-        assert!(
-            found.contains(&"tools/lab/Cargo.toml".to_owned()),
-            "{found:?}"
-        );
+        // As shipped, only a function's own folder depends on it (its test,
+        // lab and fuzz crates go with it).
+        for sample in ["password-hasher", "order-processor", "arrow-worker"] {
+            let found = dependents(&root, sample).expect("manifests read");
+            assert!(found.is_empty(), "{sample}: {found:?}");
+        }
+        // A tool that names one, by a path into its folder or by name, is found.
+        let scratch = std::env::temp_dir().join(format!("remove-function-{}", std::process::id()));
+        let tool = scratch.join("tools").join("probe");
+        std::fs::create_dir_all(&tool).expect("scratch");
+        std::fs::write(scratch.join("Cargo.toml"), "[workspace]\n").expect("root");
+        let manifest = tool.join("Cargo.toml");
+        std::fs::write(
+            &manifest,
+            "[dependencies]\nhelpers = { path = \"../../functions/password-hasher/testkit\" }\n",
+        )
+        .expect("manifest");
+        let by_path = dependents(&scratch, "password-hasher");
+        std::fs::write(&manifest, "[dependencies]\narrow-worker.workspace = true\n")
+            .expect("manifest");
+        let by_name = dependents(&scratch, "arrow-worker");
+        let _ = std::fs::remove_dir_all(&scratch);
+        assert_eq!(by_path.expect("read"), ["tools/probe/Cargo.toml"]);
+        assert_eq!(by_name.expect("read"), ["tools/probe/Cargo.toml"]);
         assert!(
             dependents(&root, "no-such-function")
                 .expect("read")

@@ -184,6 +184,21 @@ pub fn sam_local(quick: bool, build_dir: Option<&Path>) -> Result<Outcome, Strin
     }
 }
 
+/// [`sam_local`] (quick) of the project `project` as built in `build_dir`,
+/// skipped only outside CI.
+pub fn sam_local_of(project: &Path, build_dir: &Path) -> Result<(), String> {
+    let dir = build_dir.to_string_lossy();
+    let mut command = local_stack(&["sam-local", "--quick", "--build-dir", &dir])?;
+    match run_or_skip(command.env(pinned_tools::PROJECT, project))? {
+        Some(why) if in_ci() => Err(format!("it must run in CI, but was skipped: {why}")),
+        Some(why) => {
+            println!("sam local invoke skipped: {why}");
+            Ok(())
+        }
+        None => Ok(()),
+    }
+}
+
 /// The whole suite, step by step; stops at the first failure.
 pub fn run_all() -> Result<(), String> {
     lint_while_building();

@@ -1,7 +1,7 @@
 //! Fuzzing the Arrow worker's request and the DynamoDB items it reads back,
 //! the stable engine (proptest, `testkit::fuzz`): the checks are
 //! `arrow_worker_testkit::fuzz`, shared with the coverage-guided engine of
-//! `tools/fuzz/`.
+//! `fuzz/` (`tools/fuzz/run.sh`).
 
 use arrow_worker_testkit::fuzz::{
     VOCABULARY, check_items, check_request, item_seeds, request_seeds,

@@ -1,6 +1,6 @@
 //! Fuzzing the SQS order body, the stable engine (proptest, `testkit::fuzz`):
 //! the checks are `order_processor_testkit::fuzz`, shared with the
-//! coverage-guided engine of `tools/fuzz/`.
+//! coverage-guided engine of `fuzz/` (`tools/fuzz/run.sh`).
 
 use order_processor_testkit::fuzz::{SIZE_LIMIT, VOCABULARY, check, seeds};
 use testkit::fuzz::{Target, fuzz, padded, zeros};

@@ -1,7 +1,7 @@
 //! Fuzzing the hasher's request, direct and through a Function URL, the
 //! stable engine (proptest, `testkit::fuzz`): the checks are
 //! `password_hasher_testkit::fuzz`, shared with the coverage-guided engine of
-//! `tools/fuzz/`.
+//! `fuzz/` (`tools/fuzz/run.sh`).
 
 use password_hasher_testkit::fuzz::{VOCABULARY, check, seeds};
 use testkit::fuzz::{

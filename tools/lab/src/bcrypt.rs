@@ -58,7 +58,7 @@ pub struct Bcrypt {
 }
 
 /// Run the probe (built with [`ALLOCATOR`]).
-pub fn measure(probes: &Probes, scale: Scale, cores: usize) -> Result<Bcrypt, String> {
+pub fn measure(probes: &Probes, probe: &str, scale: Scale, cores: usize) -> Result<Bcrypt, String> {
     // Quick: every lane count still gets a full group (8 lanes).
     let (cost, rounds, batch) = match scale {
         Scale::Full => (COST, ROUNDS, BATCH),
@@ -68,8 +68,8 @@ pub fn measure(probes: &Probes, scale: Scale, cores: usize) -> Result<Bcrypt, St
         .iter()
         .map(ToString::to_string)
         .collect();
-    let out = probes.run(ALLOCATOR, "lab_bcrypt", &args, &[])?;
-    from_probe(&out, rounds, cores).map_err(|e| format!("lab_bcrypt: {e}: {out}"))
+    let out = probes.run(ALLOCATOR, probe, &args, &[])?;
+    from_probe(&out, rounds, cores).map_err(|e| format!("{probe}: {e}: {out}"))
 }
 
 /// The figures from the probe's JSON line (`rounds` values per series,

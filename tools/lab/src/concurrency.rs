@@ -1,11 +1,12 @@
 //! Many requests in one environment (Lambda Managed Instances): each
 //! function's real handler serving 1, 2, 4 ... requests at once in one
-//! process (`lab_concurrency`), per allocator, in a cgroup of the function's
+//! process (its `concurrency` probe, `lab_probes::concurrency`), per allocator, in a cgroup of the function's
 //! Managed Instances memory and vCPUs from `template.yaml`: throughput,
 //! p50/p99, RSS. Then the same handler one request at a time under its
 //! on-demand share, for the cost beside it. And the property every
 //! configuration must keep: RSS stays flat once a level is warm.
 
+use crate::plan;
 use crate::probes::{self, Probes};
 use crate::scale::Scale;
 use local_stack::cgroup::{self, Cgroup};
@@ -35,35 +36,14 @@ pub use super::probes::SHIPPED;
 /// The concurrencies measured (fewer in quick mode).
 const LEVELS: [usize; 6] = [1, 2, 4, 8, 16, 64];
 
-/// A function as the probe serves it.
-#[derive(Debug, Clone, Copy)]
+/// A function as its probe serves it.
+#[derive(Debug, Clone)]
 pub struct Workload {
     /// The function's `Binary` in the template (and its name in the report).
-    pub binary: &'static str,
-    /// The probe's name for it.
-    probe: &'static str,
-    /// One request, for the report.
-    pub request: &'static str,
+    pub binary: String,
+    /// One request, for the report (as the probe says).
+    pub request: String,
 }
-
-/// The three functions.
-pub const WORKLOADS: [Workload; 3] = [
-    Workload {
-        binary: "order-processor",
-        probe: "orders",
-        request: "an SQS batch of 10 new orders",
-    },
-    Workload {
-        binary: "password-hasher",
-        probe: "hasher",
-        request: "one password hashed at the sample event's cost (a sign-up)",
-    },
-    Workload {
-        binary: "arrow-worker",
-        probe: "arrow",
-        request: "the sample aggregation by customer",
-    },
-];
 
 /// One concurrency as measured.
 #[derive(Debug, Clone, PartialEq)]
@@ -154,11 +134,23 @@ pub fn measure(probes: &Probes, scale: Scale, tick: &dyn Fn(&str)) -> Result<Con
     let on_demand = Template::load(&workspace_root().join("template.yaml"))?;
     let managed = on_demand.clone().with_parameters(&LOCAL_PARAMETERS)?;
     let mut functions = Vec::new();
-    for workload in WORKLOADS {
-        let function = managed.function(workload.binary)?;
-        let settings = managed
-            .managed_instances(&function)?
-            .ok_or_else(|| format!("{} has no CapacityProviderConfig", workload.binary))?;
+    let offering: Vec<String> = probes
+        .offering(&managed, "concurrency")?
+        .into_iter()
+        .map(|f| f.binary)
+        .collect();
+    for function in plan::functions(&managed)?
+        .into_iter()
+        .filter(|f| offering.contains(&f.binary))
+    {
+        // On Managed Instances only where the template can put it there.
+        let Some(settings) = managed.managed_instances(&function)? else {
+            continue;
+        };
+        let mut workload = Workload {
+            binary: function.binary.clone(),
+            request: String::new(),
+        };
         let mut runs = Vec::new();
         for allocator in probes.allocators() {
             tick(&format!(
@@ -177,21 +169,24 @@ pub fn measure(probes: &Probes, scale: Scale, tick: &dyn Fn(&str)) -> Result<Con
                 probes,
                 cgroup.as_ref(),
                 allocator,
-                workload,
                 &function,
                 &extra,
                 Plan::Scaling(scale),
             )?;
+            workload.request = json["request"].as_str().unwrap_or_default().to_owned();
             runs.push(parse_run(allocator, &json)?);
         }
         tick(&format!("one at a time on demand: {}", workload.binary));
-        let function_on_demand = on_demand.function(workload.binary)?;
+        let function_on_demand = plan::functions(&on_demand)?
+            .into_iter()
+            .find(|f| f.binary == function.binary)
+            .ok_or_else(|| format!("{} is not in the template", function.binary))?;
         functions.push(Measured {
+            on_demand: one_at_a_time(probes, &limits, &function_on_demand, scale),
             workload,
             memory_mb: function.memory_mb,
             managed: settings,
             runs,
-            on_demand: one_at_a_time(probes, &limits, workload, &function_on_demand, scale),
         });
     }
     Ok(Concurrency { limits, functions })
@@ -202,7 +197,6 @@ pub fn measure(probes: &Probes, scale: Scale, tick: &dyn Fn(&str)) -> Result<Con
 fn one_at_a_time(
     probes: &Probes,
     limits: &Result<(), String>,
-    workload: Workload,
     function: &Function,
     scale: Scale,
 ) -> Result<(u32, f64), String> {
@@ -221,7 +215,6 @@ fn one_at_a_time(
         probes,
         Some(&cgroup),
         allocator,
-        workload,
         function,
         &[rows(scale)],
         Plan::OneAtATime(requests),
@@ -243,13 +236,12 @@ enum Plan {
     OneAtATime(usize),
 }
 
-/// Run the probe for `workload` as `plan` says, with `function`'s settings and
-/// `extra` ones, in `cgroup`.
+/// Run `function`'s probe as `plan` says, with its settings and `extra`
+/// ones, in `cgroup`.
 fn probe(
     probes: &Probes,
     cgroup: Option<&Cgroup>,
     allocator: &str,
-    workload: Workload,
     function: &Function,
     extra: &[(&'static str, String)],
     plan: Plan,
@@ -264,11 +256,11 @@ fn probe(
     env.extend([
         ("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", memory.as_str()),
         ("STORE_MS", store_ms.as_str()),
-        ("DEAD_LETTER_QUEUE_URL", probes::DEAD_LETTER_QUEUE_URL),
     ]);
     env.extend(extra.iter().map(|(k, v)| (*k, v.as_str())));
     let (warm_up, levels) = match plan {
-        // Fill the order processor's cache first: RSS is compared once it is full.
+        // Fill a function's cache (`CACHE_CAPACITY`, the order processor's)
+        // first, at ten entries a request: RSS is compared once it is full.
         Plan::Scaling(scale) => {
             let cache: usize = env
                 .iter()
@@ -279,9 +271,10 @@ fn probe(
         }
         Plan::OneAtATime(requests) => (2, vec![format!("1:{requests}")]),
     };
-    let mut args = vec![workload.probe.to_owned(), warm_up.to_string()];
+    let mut args = vec![warm_up.to_string()];
     args.extend(levels);
-    probes.run_in(cgroup, allocator, "lab_concurrency", &args, &env)
+    let name = probes::of(&function.binary, "concurrency");
+    probes.run_in(cgroup, allocator, &name, &args, &env)
 }
 
 /// The probe's JSON line for `allocator`.
@@ -289,11 +282,11 @@ fn parse_run(allocator: &'static str, json: &Value) -> Result<Run, String> {
     let number = |v: &Value, key: &str| {
         v[key]
             .as_f64()
-            .ok_or_else(|| format!("lab_concurrency: no {key} in {v}"))
+            .ok_or_else(|| format!("concurrency probe: no {key} in {v}"))
     };
     let levels = json["levels"]
         .as_array()
-        .ok_or_else(|| format!("lab_concurrency: no levels in {json}"))?
+        .ok_or_else(|| format!("concurrency probe: no levels in {json}"))?
         .iter()
         .map(|l| {
             Ok(Level {
@@ -360,7 +353,10 @@ mod tests {
         Concurrency {
             limits: Ok(()),
             functions: vec![Measured {
-                workload: WORKLOADS[0],
+                workload: Workload {
+                    binary: "order-processor".into(),
+                    request: "a batch".into(),
+                },
                 memory_mb: 2048,
                 managed,
                 runs: vec![Run {

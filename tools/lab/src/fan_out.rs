@@ -1,7 +1,8 @@
-//! The fan-out against one function, as the orders table grows: the Arrow
-//! worker's release bootstrap (`sam build`) under the emulator with its
-//! template limits, DynamoDB Local holding the orders (written by the order
-//! processor's store, five per customer), and the template's state machine on
+//! The fan-out against one function, as the orders table grows: the release
+//! bootstrap (`sam build`) of the function the template's state machine fans
+//! out to (the Arrow worker's), under the emulator with its template limits,
+//! DynamoDB Local holding the orders (written by the function's `prepare`
+//! probe, five per customer), and the template's state machine on
 //! the local Step Functions engine with S3 (moto). For each table size: one
 //! function aggregating by customer, then the state machine over 16 and over
 //! 64 segments: wall time from request to answer (cold starts included, as a
@@ -15,18 +16,23 @@
 //! day one invocation reads within its timeout.
 
 use super::cold_start::{BUILD_DIRS, bootstrap};
-use super::stack::{ORDERS_PER_CUSTOMER, Tables, logs_dir};
+use super::plan;
+use super::probes::{self, Probes};
+use super::report::FanOut;
+use super::stack::{Tables, logs_dir};
 use local_stack::lambda_api::{LambdaApi, Served};
 use local_stack::moto::{self, Moto};
 use local_stack::pool::{Overflow, Pool, Size};
 use local_stack::step_functions::{self, Client};
-use local_stack::template::Template;
+use local_stack::template::{Function, Template};
 use local_stack::{cgroup, local_aws, process, tools, workspace_root};
 use serde_json::{Value, json};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+/// Orders per customer in the tables the `prepare` probe writes.
+pub const ORDERS_PER_CUSTOMER: u64 = 5;
 /// Table sizes measured, in orders.
 pub const ROWS: [u64; 4] = [25_000, 50_000, 100_000, 200_000];
 /// Fan-out widths measured.
@@ -88,11 +94,29 @@ pub struct Row {
     pub measures: Vec<Measure>,
 }
 
-/// Measure every table size, then every day size. Needs the x86_64 release
-/// bootstrap of the worker.
-pub fn measure(tick: &dyn Fn(&str)) -> Result<Measured, String> {
+/// The function a state machine of `template` calls that has a `prepare`
+/// probe, with its settings as the lab runs it.
+fn fanned_out(template: &Template, probes: &Probes) -> Result<Option<Function>, String> {
+    let machines = step_functions::state_machines(template)?;
+    Ok(plan::functions(template)?.into_iter().find(|f| {
+        let arn = step_functions::function_arn(&f.logical_id);
+        probes.has(&probes::of(&f.binary, "prepare"))
+            && machines
+                .iter()
+                .any(|m| m.definition.to_string().contains(&arn))
+    }))
+}
+
+/// Measure every table size, then every day size, or say why not (no such
+/// function). Needs the x86_64 release bootstrap of the function.
+pub fn measure(probes: &Probes, tick: &dyn Fn(&str)) -> Result<FanOut, String> {
     let template = Template::load(&workspace_root().join("template.yaml"))?;
-    let spec = template.function("arrow-worker")?;
+    let Some(spec) = fanned_out(&template, probes)? else {
+        return Ok(Err(
+            "no function that a state machine of the template fans out to has a `prepare` probe"
+                .to_owned(),
+        ));
+    };
     let binary = bootstrap(BUILD_DIRS[0].1, &spec.logical_id);
     if !binary.is_file() {
         return Err(format!("no {} (run `sam build`)", binary.display()));
@@ -105,7 +129,8 @@ pub fn measure(tick: &dyn Fn(&str)) -> Result<Measured, String> {
     let mut written = 0;
     for orders in ROWS {
         tick(&format!("fan-out: writing orders up to {orders}"));
-        tables.write_orders(written..orders)?;
+        let range = [written.to_string(), orders.to_string()];
+        plan::prepare(probes, &spec, &range, &tables.endpoint())?;
         written = orders;
         let mut measures = Vec::new();
         for segments in std::iter::once(None).chain(SEGMENTS.map(Some)) {
@@ -113,7 +138,7 @@ pub fn measure(tick: &dyn Fn(&str)) -> Result<Measured, String> {
                 "fan-out: {orders} orders, {}",
                 segments.map_or("one function".to_owned(), |s| format!("{s} segments"))
             ));
-            let run = Run::start(&rie, &binary, &template, &ddb_endpoint, &logs)?;
+            let run = Run::start(&rie, &binary, &template, &spec, &ddb_endpoint, &logs)?;
             measures.push(run.measure(segments, orders)?);
         }
         rows.push(Row {
@@ -127,14 +152,15 @@ pub fn measure(tick: &dyn Fn(&str)) -> Result<Measured, String> {
     for orders in DAY_ORDERS {
         tick(&format!("daily report: writing {orders} orders of {DAY}"));
         let first = DAY_FIRST_ORDER;
-        tables.write_orders_of_day(first + written..first + orders, DAY_START_S)?;
+        let range = [first + written, first + orders, DAY_START_S as u64].map(|n| n.to_string());
+        plan::prepare(probes, &spec, &range, &tables.endpoint())?;
         written = orders;
         tick(&format!("daily report: a day of {orders} orders"));
-        let run = Run::start(&rie, &binary, &template, &ddb_endpoint, &logs)?;
+        let run = Run::start(&rie, &binary, &template, &spec, &ddb_endpoint, &logs)?;
         days.push(run.daily_report(orders)?);
     }
     drop(tables);
-    Ok(Measured { rows, days })
+    Ok(Ok(Measured { rows, days }))
 }
 
 /// Fresh environments of the worker behind a Lambda Invoke API, and the
@@ -153,10 +179,10 @@ impl Run {
         rie: &Path,
         binary: &Path,
         template: &Template,
+        spec: &Function,
         ddb_endpoint: &str,
         logs: &Path,
     ) -> Result<Self, String> {
-        let spec = template.function("arrow-worker")?;
         let moto_port = process::free_port().map_err(|e| e.to_string())?;
         let s3_endpoint = format!("http://127.0.0.1:{moto_port}");
         // No arena pre-warm: its pages would be the peak whatever the work.
@@ -175,9 +201,9 @@ impl Run {
         let pool = Arc::new(Pool::of_emulators(
             rie,
             binary,
-            &spec,
+            spec,
             &env,
-            &logs.join("fan-out-arrow-worker.log"),
+            &logs.join(format!("fan-out-{}.log", spec.binary)),
             size,
             limits,
         ));

@@ -4,9 +4,10 @@
 //! template's CPU share and memory limit, DynamoDB Local and S3 (moto) behind a
 //! TLS front with a certificate authority made for the run, as on AWS.
 //!
-//! For each function a small, a typical and a large request; for each, the
-//! function as shipped and without each measure (connections opened during
-//! init, arena pre-warm by initialisation type). Every variant runs in fresh
+//! For each function the requests of its plan (`lab_probes::plan`: the
+//! function's `plan` probe, else its sample events); for each, the function
+//! as shipped and without each measure its plan names (connections opened
+//! during init, arena pre-warm by initialisation type). Every variant runs in fresh
 //! environments, the variants of a request interleaved, so that the machine's
 //! noise falls on all of them alike. A hello-world function (the `lab_hello`
 //! probe) at each memory size gives the init floor.
@@ -17,11 +18,13 @@
 //! invocation, from the request to the answer.
 
 use super::cold_start::{BUILD_DIRS, bootstrap};
+use super::plan;
 use super::probes::Probes;
 use super::scale::Scale;
 use super::stack::{Tables, init_durations_ms, logs_dir};
 use super::stats::median;
 use super::tuning::failure;
+use lab_probes::plan::{CONNECTIONS, PREWARM, Request};
 use local_stack::emulator::{Emulator, Invocation};
 use local_stack::moto::{self, Moto};
 use local_stack::pool::Options;
@@ -29,12 +32,9 @@ use local_stack::template::{Function, Template};
 use local_stack::tls_front::{Authority, CA_FILE_VARIABLE, TlsFront};
 use local_stack::xray_daemon::Daemon;
 use local_stack::{local_aws, tools, workspace_root};
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
-
-/// The function whose arena pre-warm is measured.
-const ARROW_WORKER: &str = "ArrowWorkerFunction";
 
 /// Invocations after the first, per environment; their median is "steady".
 pub const STEADY: usize = 4;
@@ -52,15 +52,6 @@ pub fn starts(scale: Scale) -> usize {
     match scale {
         Scale::Full => 9,
         Scale::Quick => 2,
-    }
-}
-
-/// Orders in the table for the Arrow worker's small and typical requests,
-/// then for its large one (five per customer).
-fn table_orders(scale: Scale) -> (u64, u64) {
-    match scale {
-        Scale::Full => (3_000, 12_000),
-        Scale::Quick => (300, 1_500),
     }
 }
 
@@ -127,14 +118,6 @@ pub const NOT_SAMPLED: Variant = Variant {
     ),
 };
 
-/// One request of a function.
-struct Request {
-    size: &'static str,
-    description: String,
-    /// The `n`-th invocation's event (fresh order ids for the order processor).
-    event: Box<dyn Fn(u64) -> String>,
-}
-
 /// What one fresh environment measured.
 #[derive(Debug, Clone, Copy)]
 pub struct Start {
@@ -161,7 +144,7 @@ pub struct Start {
 pub struct Row {
     pub function: String,
     pub memory_mb: u32,
-    pub size: &'static str,
+    pub size: String,
     pub request: String,
     pub variant: Variant,
     pub starts: Vec<Start>,
@@ -235,18 +218,16 @@ pub fn measure(
     let logs = logs_dir()?;
     tick("first invocation: DynamoDB Local, S3 and their TLS fronts");
     let stack = Stack::start(&template, &logs)?;
-    let (typical_orders, large_orders) = table_orders(scale);
-    stack.tables.write_orders(0..typical_orders)?;
     let starts = starts(scale);
     let mut rows = Vec::new();
     let mut floors = Vec::new();
-    let mut invocations = 0;
-    for (binary, requests, mut variants) in plan(typical_orders, large_orders)? {
+    for spec in plan::functions(&template)? {
+        let (requests, mut variants) = function_plan(probes, &spec, scale)?;
         if scale == Scale::Full {
             // What tracing costs (not in the quick run: the suite's time).
             variants.extend([TRACING_OFF, NOT_SAMPLED]);
         }
-        let spec = template.function(binary)?;
+        let binary = &spec.binary;
         let bootstrap = self::binary(scale, &spec);
         if !bootstrap.is_file() {
             return Err(format!("no {} (run `sam build`)", bootstrap.display()));
@@ -254,33 +235,21 @@ pub fn measure(
         let floor = hello_floor(&rie, hello, &spec, starts, &logs)?;
         floors.push(floor);
         for request in requests {
-            if request.size == "large" && binary == "arrow-worker" {
-                tick(&format!("first invocation: writing {large_orders} orders"));
-                stack.tables.write_orders(typical_orders..large_orders)?;
+            if let Some(args) = &request.prepare {
+                tick(&format!(
+                    "first invocation: {binary}, preparing {}",
+                    args.join(" ")
+                ));
+                plan::prepare(probes, &spec, args, &stack.tables.endpoint())?;
             }
-            let mut by_variant: Vec<Vec<Start>> = vec![Vec::new(); variants.len()];
-            for round in 0..starts {
-                for (variant, measured) in variants.iter().zip(&mut by_variant) {
-                    tick(&format!(
-                        "first invocation: {binary}, {} request, {}, #{}",
-                        request.size,
-                        variant.name,
-                        round + 1
-                    ));
-                    let log = logs.join(format!("first-{binary}-{}.log", request.size));
-                    let env = stack.env(variant);
-                    measured.push(environment(
-                        &stack,
-                        &rie,
-                        &bootstrap,
-                        &spec,
-                        &env,
-                        &log,
-                        &request,
-                        (variant.trace_header, &mut invocations),
-                    )?);
-                }
-            }
+            let at = Site {
+                stack: &stack,
+                rie: &rie,
+                bootstrap: &bootstrap,
+                spec: &spec,
+                logs: &logs,
+            };
+            let by_variant = request_starts(&at, &request, &variants, starts, tick)?;
             rows.extend(rows_of(&spec, &request, &variants, by_variant));
         }
     }
@@ -304,6 +273,52 @@ pub fn measure(
     })
 }
 
+/// Where a function's environments run.
+struct Site<'a> {
+    stack: &'a Stack,
+    rie: &'a Path,
+    bootstrap: &'a Path,
+    spec: &'a Function,
+    logs: &'a Path,
+}
+
+/// `request` in `starts` fresh environments per variant, the variants
+/// interleaved: each variant's starts.
+fn request_starts(
+    at: &Site,
+    request: &Request,
+    variants: &[Variant],
+    starts: usize,
+    tick: &dyn Fn(&str),
+) -> Result<Vec<Vec<Start>>, String> {
+    let binary = &at.spec.binary;
+    let mut by_variant: Vec<Vec<Start>> = vec![Vec::new(); variants.len()];
+    let mut invocations = 0;
+    for round in 0..starts {
+        for (variant, measured) in variants.iter().zip(&mut by_variant) {
+            tick(&format!(
+                "first invocation: {binary}, {} request, {}, #{}",
+                request.size,
+                variant.name,
+                round + 1
+            ));
+            let log = at.logs.join(format!("first-{binary}-{}.log", request.size));
+            let env = at.stack.env(variant);
+            measured.push(environment(
+                at.stack,
+                at.rie,
+                at.bootstrap,
+                at.spec,
+                &env,
+                &log,
+                request,
+                (variant.trace_header, &mut invocations),
+            )?);
+        }
+    }
+    Ok(by_variant)
+}
+
 /// One row per variant of `request`, from its fresh environments.
 fn rows_of(
     spec: &Function,
@@ -317,7 +332,7 @@ fn rows_of(
         .map(|(variant, measured)| Row {
             function: spec.logical_id.clone(),
             memory_mb: spec.memory_mb,
-            size: request.size,
+            size: request.size.clone(),
             request: request.description.clone(),
             variant: *variant,
             starts: measured,
@@ -345,159 +360,35 @@ fn tls_cold_cost(
     )
 }
 
-/// A function's binary, its requests and the variants each runs in.
-type FunctionPlan = (&'static str, Vec<Request>, Vec<Variant>);
-type Plan = Vec<FunctionPlan>;
-
-/// Each function's requests and variants.
-fn plan(typical_orders: u64, large_orders: u64) -> Result<Plan, String> {
-    let (hash_event, by_customer) = (
-        sample("password-hasher", "hash.json")?,
-        sample("arrow-worker", "report-by-customer.json")?,
-    );
-    Ok(vec![
-        // Order ids of the order processor's batches start past the worker's table.
-        order_processor_plan(large_orders),
-        password_hasher_plan(hash_event),
-        arrow_worker_plan(typical_orders, large_orders, by_customer),
-    ])
-}
-
-/// The body of `events/<function>/<file>`.
-fn sample(function: &str, file: &str) -> Result<String, String> {
-    local_stack::events::of(function)?
-        .into_iter()
-        .find(|(path, _)| path.ends_with(file))
-        .map(|(_, body)| body)
-        .ok_or_else(|| format!("events/{function}/{file} is missing"))
-}
-
-/// SQS batches of new orders, their ids from `after` on.
-fn order_processor_plan(after: u64) -> FunctionPlan {
+/// The variants of the measures a plan names, each the function without it.
+const WITHOUT: [(&str, &[Variant]); 2] = [
+    (CONNECTIONS, &[NO_CONNECTIONS]),
     (
-        "order-processor",
-        vec![
-            Request {
-                size: "small",
-                description: "an SQS batch of 1 new order".into(),
-                event: Box::new(move |n| orders_event(after + n * 10, 1, 1)),
-            },
-            Request {
-                size: "typical",
-                description: "an SQS batch of 10 new orders".into(),
-                event: Box::new(move |n| orders_event(after + n * 10, 10, 1)),
-            },
-            Request {
-                size: "large",
-                description: format!(
-                    "an SQS batch of 10 new orders of {} items each",
-                    order_processor::order::MAX_ITEMS
-                ),
-                event: Box::new(move |n| {
-                    orders_event(after + n * 10, 10, order_processor::order::MAX_ITEMS)
-                }),
-            },
-        ],
-        vec![SHIPPED, NO_CONNECTIONS],
-    )
-}
+        PREWARM,
+        &[NO_PREWARM, PREWARM_INIT, PREWARM_BACKGROUND, PROVISIONED],
+    ),
+];
 
-/// Batches of hashes, the typical one the sample event `hash_event`.
-fn password_hasher_plan(hash_event: String) -> FunctionPlan {
-    let hash = |cost: u32, count: usize| {
-        let passwords: Vec<String> = (0..count)
-            .map(|i| format!("correct horse battery staple {i}"))
-            .collect();
-        json!({ "operation": "hash", "cost": cost, "passwords": passwords }).to_string()
-    };
-    (
-        "password-hasher",
-        vec![
-            Request {
-                size: "small",
-                description: "one hash at cost 4".into(),
-                event: Box::new(move |_| hash(4, 1)),
-            },
-            Request {
-                size: "typical",
-                description: "`events/password-hasher/hash.json` (2 hashes at cost 10)".into(),
-                event: Box::new(move |_| hash_event.clone()),
-            },
-            Request {
-                size: "large",
-                description: "16 hashes at cost 10".into(),
-                event: Box::new(move |_| hash(10, 16)),
-            },
-        ],
-        vec![SHIPPED],
-    )
-}
-
-/// A day's report, the sample event `by_customer` over the typical table,
-/// and every customer over the large one; in every pre-warm variant.
-fn arrow_worker_plan(typical_orders: u64, large_orders: u64, by_customer: String) -> FunctionPlan {
-    let day = |n: u64| order_processor_testkit::orders::order(n).created_at[..10].to_owned();
-    // The last day of the typical table: its fewest orders.
-    let small_day = day(typical_orders - 1);
-    let daily = json!({ "operation": "daily_report", "day": small_day }).to_string();
-    let large =
-        json!({ "operation": "aggregate", "query": { "group_by": "customer", "limit": 20_000 } })
-            .to_string();
-    (
-        "arrow-worker",
-        vec![
-            Request {
-                size: "small",
-                description: format!(
-                    "the daily report of {} (the last day of {typical_orders} orders)",
-                    day(typical_orders - 1)
-                ),
-                event: Box::new(move |_| daily.clone()),
-            },
-            Request {
-                size: "typical",
-                description: format!(
-                    "`events/arrow-worker/report-by-customer.json` over {typical_orders} orders"
-                ),
-                event: Box::new(move |_| by_customer.clone()),
-            },
-            Request {
-                size: "large",
-                description: format!(
-                    "every customer over {large_orders} orders ({} customers)",
-                    large_orders / super::stack::ORDERS_PER_CUSTOMER
-                ),
-                event: Box::new(move |_| large.clone()),
-            },
-        ],
-        vec![
-            SHIPPED,
-            NO_CONNECTIONS,
-            NO_PREWARM,
-            PREWARM_INIT,
-            PREWARM_BACKGROUND,
-            PROVISIONED,
-        ],
-    )
-}
-
-/// An SQS event of `count` valid orders from `first`, each of `items` items
-/// (1 keeps the sample's own).
-fn orders_event(first: u64, count: u64, items: usize) -> String {
-    let records = order_processor_testkit::orders::records(first..first + count, |n| {
-        let mut order = order_processor_testkit::orders::order(n);
-        if items > 1 {
-            let item = order.items[0].clone();
-            order.items = vec![item; items];
-            order.total_cents = order
-                .items
-                .iter()
-                .map(|i| u64::from(i.quantity) * i.unit_price_cents)
-                .sum();
-        }
-        serde_json::to_string(&order).unwrap_or_default()
-    });
-    json!({ "Records": records }).to_string()
+/// `spec`'s requests, and the variants each runs in: as shipped, then
+/// without each measure its plan names.
+fn function_plan(
+    probes: &Probes,
+    spec: &Function,
+    scale: Scale,
+) -> Result<(Vec<Request>, Vec<Variant>), String> {
+    // Every variant's environments, each a first and the steady invocations.
+    let most_variants = 1 + WITHOUT.iter().map(|(_, v)| v.len()).sum::<usize>() + 2;
+    let count = starts(scale) * most_variants * (1 + STEADY);
+    let plan = plan::of(probes, spec, scale, count)?;
+    let mut variants = vec![SHIPPED];
+    for measure in &plan.first_invocation.measures {
+        let (_, without) = WITHOUT
+            .iter()
+            .find(|(name, _)| name == measure)
+            .ok_or_else(|| format!("{}'s plan: no measure {measure:?}", spec.binary))?;
+        variants.extend_from_slice(without);
+    }
+    Ok((plan.first_invocation.requests, variants))
 }
 
 /// DynamoDB Local and moto's S3, each behind a TLS front of one authority.
@@ -540,11 +431,6 @@ impl Stack {
                 CA_FILE_VARIABLE,
                 self.ca_file.to_string_lossy().into_owned(),
             ),
-            // Valid orders send no dead letters; the order processor needs a URL.
-            (
-                "DEAD_LETTER_QUEUE_URL",
-                order_processor_testkit::dead_letters::QUEUE_URL.to_owned(),
-            ),
         ];
         let borrowed: Vec<(&str, &str)> = endpoints.iter().map(|(k, v)| (*k, v.as_str())).collect();
         local_aws::function_env(&borrowed)
@@ -579,7 +465,10 @@ fn environment(
         ..Options::default()
     };
     let mut invoke = || -> Result<Invocation, String> {
-        let payload = (request.event)(*invocations);
+        let payload = request
+            .event(*invocations)
+            .ok_or_else(|| format!("{}: a request without events", spec.binary))?
+            .to_string();
         let answer = emulator
             .invoke_with(payload.as_bytes(), &options)?
             .invocation;
@@ -673,7 +562,7 @@ pub fn invoke_durations_ms(logs: &str) -> Vec<f64> {
 
 /// The properties that hold on any machine: no request of a function as
 /// shipped opens a connection (init opened them), and the arena pre-warm as
-/// shipped never makes the Arrow worker's first invocation slower than none
+/// shipped never makes a function's first invocation slower than none
 /// beyond noise (side by side, over every request size: at most 1.5x and
 /// 20 ms), on-demand (init and first invocation, wall time) and with
 /// provisioned concurrency (the first invocation's CPU time: its wall time
@@ -693,28 +582,38 @@ pub fn check(measured: &FirstInvocation) -> Result<(), String> {
             ));
         }
     }
-    let of = |variant: &Variant, field: fn(&Start) -> Option<f64>| {
-        median(
-            measured
-                .rows
-                .iter()
-                .filter(|r| r.function == ARROW_WORKER && r.variant.name == variant.name)
-                .flat_map(|r| r.starts.iter().filter_map(field))
-                .collect(),
-        )
-    };
-    let cold: fn(&Start) -> Option<f64> = |s| Some(s.cold_ms);
-    let first_cpu: fn(&Start) -> Option<f64> = |s| s.cpu_ms.map(|(first, _)| first);
-    for (variant, field, what) in [
-        (SHIPPED, cold, "init and first invocation, on-demand"),
-        (PROVISIONED, first_cpu, "first invocation's CPU time"),
-    ] {
-        let (with_ms, none_ms) = (of(&variant, field), of(&NO_PREWARM, field));
-        if with_ms > none_ms * 1.5 + 20.0 {
-            return Err(format!(
-                "Arrow worker, {what}: {with_ms:.1} ms {}, {none_ms:.1} ms without pre-warm (medians)",
-                variant.name
-            ));
+    // The functions measured without their pre-warm.
+    let mut prewarmed: Vec<&str> = measured
+        .rows
+        .iter()
+        .filter(|r| r.variant.name == NO_PREWARM.name)
+        .map(|r| r.function.as_str())
+        .collect();
+    prewarmed.dedup();
+    for function in prewarmed {
+        let of = |variant: &Variant, field: fn(&Start) -> Option<f64>| {
+            median(
+                measured
+                    .rows
+                    .iter()
+                    .filter(|r| r.function == function && r.variant.name == variant.name)
+                    .flat_map(|r| r.starts.iter().filter_map(field))
+                    .collect(),
+            )
+        };
+        let cold: fn(&Start) -> Option<f64> = |s| Some(s.cold_ms);
+        let first_cpu: fn(&Start) -> Option<f64> = |s| s.cpu_ms.map(|(first, _)| first);
+        for (variant, field, what) in [
+            (SHIPPED, cold, "init and first invocation, on-demand"),
+            (PROVISIONED, first_cpu, "first invocation's CPU time"),
+        ] {
+            let (with_ms, none_ms) = (of(&variant, field), of(&NO_PREWARM, field));
+            if with_ms > none_ms * 1.5 + 20.0 {
+                return Err(format!(
+                    "{function}, {what}: {with_ms:.1} ms {}, {none_ms:.1} ms without pre-warm (medians)",
+                    variant.name
+                ));
+            }
         }
     }
     Ok(())
@@ -742,11 +641,11 @@ pub mod fixtures {
 
     /// `function` at 256 MB, its `size` request ("a batch") in `variant`,
     /// measured in one environment.
-    pub fn row(function: &str, size: &'static str, variant: Variant, start: Start) -> Row {
+    pub fn row(function: &str, size: &str, variant: Variant, start: Start) -> Row {
         Row {
             function: function.into(),
             memory_mb: 256,
-            size,
+            size: size.into(),
             request: "a batch".into(),
             variant,
             starts: vec![start],
@@ -792,7 +691,10 @@ mod tests {
             row("large", SHIPPED, 9.0),
         ]);
         let worst = worst_shipped(&measured).expect("rows as shipped");
-        assert_eq!((worst.size, worst.variant.name), ("typical", SHIPPED.name));
+        assert_eq!(
+            (worst.size.as_str(), worst.variant.name),
+            ("typical", SHIPPED.name)
+        );
         assert!((worst.ratio() - 1.3).abs() < 1e-9);
     }
 
@@ -804,7 +706,7 @@ mod tests {
                     cpu_ms: Some((cpu_ms, 20.0)),
                     ..fixtures::start(50.0, first_ms, 90.0)
                 };
-                fixtures::row(ARROW_WORKER, "typical", variant, start)
+                fixtures::row("ArrowWorkerFunction", "typical", variant, start)
             };
             fixtures::measured(vec![
                 environment(PROVISIONED, 158.6, cpu_ms),
@@ -842,17 +744,5 @@ mod tests {
             err.contains("1 TLS handshake(s) in requests, 0 expected"),
             "{err}"
         );
-    }
-
-    #[test]
-    fn large_order_batches_are_valid() {
-        let event: Value = serde_json::from_str(&orders_event(7, 10, 100)).expect("JSON");
-        let records = event["Records"].as_array().expect("records");
-        assert_eq!(records.len(), 10);
-        for record in records {
-            let body = record["body"].as_str().expect("body");
-            let order = order_processor::order::parse(body).expect("valid");
-            assert_eq!(order.order.items.len(), 100);
-        }
     }
 }

@@ -18,9 +18,11 @@
 //!
 //! Code map: this file only reads the arguments and dispatches: `run` is the
 //! whole lab (every section, the report, the checks), `one_section` the
-//! commands that replace one section. `probes` builds and runs the probe
-//! programs; `stack` starts what the bootstraps run against (DynamoDB Local
-//! with the orders, cold starts under the emulator); `memory`, `prewarm`,
+//! commands that replace one section. `probes` finds (in the functions'
+//! folders), builds and runs the probe programs; `plan` reads what a function
+//! asks the generic sections to send it; `stack` starts what the bootstraps
+//! run against (DynamoDB Local with the template's tables, cold starts under
+//! the emulator); `memory`, `prewarm`,
 //! `bcrypt`, `cold_start`, `tuning` (with `power`, the prices and the model),
 //! `fan_out`, `first_invocation`, `concurrency` and `tls` (the TLS client's cold cost,
 //! reported with it) measure, at a `scale`, summarised by `stats`; `machine`
@@ -35,6 +37,7 @@ mod first_invocation;
 mod machine;
 mod memory;
 mod one_section;
+mod plan;
 mod plot;
 mod power;
 mod prewarm;

@@ -1,11 +1,12 @@
-//! The allocator matrix: the order processor's real handler under a burst and
-//! under low traffic, RSS after invocations and records per second, for each
-//! allocator and policy. And the property every configuration must keep:
+//! The allocator matrix: a function's real handler (its `memory` probe: the
+//! order processor's) under a burst and under low traffic, RSS after
+//! invocations and records per second, for each allocator and policy. And the property every configuration must keep:
 //! memory stays bounded.
 
-use super::probes::Probes;
+use super::probes::{self, Probes};
 use super::scale::Scale;
 use super::stats::median;
+use local_stack::template::Function;
 
 /// Most RSS growth allowed once warm (the LRU cache full), in MiB.
 pub const GROWTH_BOUND_MIB: f64 = 4.0;
@@ -126,6 +127,7 @@ pub struct Run {
 /// times each, interleaved (so drift hits all alike). `tick` after each run.
 pub fn measure(
     probes: &Probes,
+    function: &Function,
     pattern: &Pattern,
     trials: usize,
     tick: &dyn Fn(&str),
@@ -136,15 +138,16 @@ pub fn measure(
         .collect();
     let mut outputs: Vec<Vec<serde_json::Value>> = vec![Vec::new(); setups.len()];
     let capacity = pattern.cache_capacity.to_string();
-    let env = [
-        ("TABLE_NAME", "orders"),
-        (
-            "DEAD_LETTER_QUEUE_URL",
-            super::probes::DEAD_LETTER_QUEUE_URL,
-        ),
+    let mut env: Vec<(&str, &str)> = function
+        .env
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    env.extend([
         ("CACHE_CAPACITY", capacity.as_str()),
         ("MEMORY_RETURN", "prompt"),
-    ];
+    ]);
+    let probe = probes::of(&function.binary, "memory");
     let mut args = Vec::new();
     for _ in 0..trials.max(1) {
         for (setup, out) in setups.iter().zip(&mut outputs) {
@@ -157,7 +160,7 @@ pub fn measure(
                 // The library's own default; the template's is set before `main`.
                 run_env.push(("MIMALLOC_ALLOW_THP", "1"));
             }
-            out.push(probes.run(setup.allocator, "lab_orders", &args, &run_env)?);
+            out.push(probes.run(setup.allocator, &probe, &args, &run_env)?);
         }
     }
     setups

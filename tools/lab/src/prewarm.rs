@@ -10,7 +10,7 @@ use super::stats::median;
 /// Pre-warming must remove at least this share of first-invocation faults.
 pub const MIN_FAULTS_REMOVED: f64 = 0.8;
 
-/// The variants, as `lab_prewarm` names them, with their table names.
+/// The variants, as the `prewarm` probe names them, with their table names.
 pub const VARIANTS: [(&str, &str); 3] = [
     ("off", "no pre-warm"),
     ("shipped", "pre-warm as shipped"),
@@ -67,7 +67,12 @@ pub enum Outcome {
 
 /// Run every variant with every allocator built, trials interleaved.
 /// 4 KiB pages for mimalloc (`MIMALLOC_ALLOW_THP=0`), so faults count pages.
-pub fn measure(probes: &Probes, scale: Scale, tick: &dyn Fn(&str)) -> Result<Vec<Row>, String> {
+pub fn measure(
+    probes: &Probes,
+    probe: &str,
+    scale: Scale,
+    tick: &dyn Fn(&str),
+) -> Result<Vec<Row>, String> {
     let (rows, arena_mib, rounds, trials, variants) = sizes(scale);
     let allocators: Vec<&'static str> = probes.allocators().collect();
     let mut outputs: Vec<Vec<serde_json::Value>> =
@@ -89,12 +94,7 @@ pub fn measure(probes: &Probes, scale: Scale, tick: &dyn Fn(&str)) -> Result<Vec
                     arena_mib.to_string(),
                     rounds.to_string(),
                 ];
-                let out = probes.run(
-                    allocator,
-                    "lab_prewarm",
-                    &args,
-                    &[("MIMALLOC_ALLOW_THP", "0")],
-                )?;
+                let out = probes.run(allocator, probe, &args, &[("MIMALLOC_ALLOW_THP", "0")])?;
                 outputs[a * variants.len() + v].push(out);
             }
         }

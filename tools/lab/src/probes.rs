@@ -1,8 +1,13 @@
-//! The lab's probes: small programs in `tools/lab/probes/examples/` that run the
-//! functions' real code and print one JSON line. Built once per allocator, so
-//! every allocator runs the same code.
+//! The lab's probes: small programs that run the functions' real code and
+//! print one JSON line. The generic ones are the examples of
+//! `tools/lab/probes`; a function's own are the examples of its lab crate,
+//! `functions/<name>/lab/`, each named `<binary>-<kind>` (`order-processor-memory`,
+//! `arrow-worker-plan`, ...): the lab finds them through `cargo metadata`
+//! and runs the sections their kinds serve for the functions that have
+//! them. Built once per allocator, so every allocator runs the same code.
 
 use local_stack::cgroup::Cgroup;
+use local_stack::template::{Function, Template};
 use local_stack::{tools, workspace_root};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -22,22 +27,10 @@ pub const ALLOCATORS: [&str; 5] = ["system", SHIPPED, MIMALLOC_3, "jemalloc", "s
 const V2_FEATURES: &str = r#"features = ["extended", "v2"]"#;
 /// What the copy of [`MIMALLOC_3`] has in their place.
 const V3_FEATURES: &str = r#"features = ["extended"]"#;
-/// The order processor's `DEAD_LETTER_QUEUE_URL` in the probes: checked at
-/// cold start, never called (the probes keep dead letters in memory).
-pub const DEAD_LETTER_QUEUE_URL: &str =
-    "https://sqs.us-east-1.amazonaws.com/123456789012/OrdersDeadLetterQueue";
-/// The package of the probes.
-const PACKAGE: &str = "lab-probes";
-/// The probes, one per function.
-const PROBES: [&str; 7] = [
-    "lab_export",
-    "lab_orders",
-    "lab_concurrency",
-    "lab_prewarm",
-    "lab_bcrypt",
-    "lab_hello",
-    "lab_tls",
-];
+/// The package of the generic probes.
+const GENERIC: &str = "lab-probes";
+/// Where a function's lab crate is, under the function's folder.
+const FUNCTION_LAB: &str = "lab";
 /// The Cargo profile of the full lab: release optimisation without fat LTO.
 const PROFILE: &str = "lab";
 
@@ -45,6 +38,13 @@ const PROFILE: &str = "lab";
 #[derive(Debug, Clone)]
 pub struct Probes {
     dirs: Vec<(&'static str, PathBuf)>,
+    /// Every probe's name.
+    names: Vec<String>,
+}
+
+/// The name of `binary`'s probe of `kind`.
+pub fn of(binary: &str, kind: &str) -> String {
+    format!("{binary}-{kind}")
 }
 
 impl Probes {
@@ -53,6 +53,10 @@ impl Probes {
     pub fn debug() -> Result<Self, String> {
         tools::run(local_stack::cargo().args(["test", "--workspace", "--no-run", "--quiet"]))?;
         Ok(Self {
+            names: packages()?
+                .into_iter()
+                .flat_map(|(_, names)| names)
+                .collect(),
             dirs: vec![(
                 "mimalloc",
                 workspace_root()
@@ -68,40 +72,58 @@ impl Probes {
     /// each step.
     pub fn optimised(allocators: &[&'static str], progress: &dyn Fn(&str)) -> Result<Self, String> {
         let target = workspace_root().join("target");
+        let packages = packages()?;
+        let names: Vec<String> = packages.iter().flat_map(|(_, n)| n.clone()).collect();
         let mut dirs = Vec::new();
         for &allocator in allocators {
             progress(&format!("building the probes with {allocator}"));
             let mut build = local_stack::cargo();
-            build.args([
-                "build",
-                "--quiet",
-                "--profile",
-                PROFILE,
-                "--examples",
-                "--package",
-                PACKAGE,
-            ]);
+            build.args(["build", "--quiet", "--profile", PROFILE, "--examples"]);
+            for (package, _) in &packages {
+                build.args(["--package", package]);
+            }
+            let feature = if allocator == MIMALLOC_3 {
+                SHIPPED
+            } else {
+                allocator
+            };
+            let features: Vec<String> = packages
+                .iter()
+                .map(|(package, _)| format!("{package}/{feature}"))
+                .collect();
+            build.args(["--features", &features.join(",")]);
             if allocator == MIMALLOC_3 {
                 // Same target directory: only what the feature changes builds again.
                 build
                     .arg("--manifest-path")
                     .arg(mimalloc_3_workspace(&target)?.join("Cargo.toml"))
-                    .args(["--features", SHIPPED])
                     .env("CARGO_TARGET_DIR", &target);
-            } else {
-                build.args(["--features", allocator]);
             }
             tools::run(&mut build)?;
             let dir = target.join("lab-probes").join(allocator);
             std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-            for probe in PROBES {
+            for probe in &names {
                 let from = target.join(PROFILE).join("examples").join(probe);
                 std::fs::copy(&from, dir.join(probe))
                     .map_err(|e| format!("{} -> {}: {e}", from.display(), dir.display()))?;
             }
             dirs.push((allocator, dir));
         }
-        Ok(Self { dirs })
+        Ok(Self { dirs, names })
+    }
+
+    /// Whether a probe `name` was built.
+    pub fn has(&self, name: &str) -> bool {
+        self.names.iter().any(|n| n == name)
+    }
+
+    /// The functions of `template`, in its order, that have a probe of `kind`.
+    pub fn offering(&self, template: &Template, kind: &str) -> Result<Vec<Function>, String> {
+        Ok(template
+            .functions()?
+            .into_iter()
+            .filter(|f| self.has(&of(&f.binary, kind)))
+            .collect())
     }
 
     /// The allocators built.
@@ -143,6 +165,57 @@ impl Probes {
         let command = cgroup.map_or_else(|| Command::new(&program), |c| c.command(&program));
         run_json(command, args, env)
     }
+}
+
+/// The probe packages and their examples: the generic one and every
+/// function's lab crate (`functions/<name>/lab/`), as `cargo metadata` lists them.
+fn packages() -> Result<Vec<(String, Vec<String>)>, String> {
+    let mut metadata = local_stack::cargo();
+    metadata.args(["metadata", "--no-deps", "--format-version", "1", "--quiet"]);
+    let output = metadata
+        .output()
+        .map_err(|e| format!("{}: {e}", tools::describe(&metadata)))?;
+    if !output.status.success() {
+        return Err(format!(
+            "{} failed: {}",
+            tools::describe(&metadata),
+            String::from_utf8_lossy(&output.stderr).trim()
+        ));
+    }
+    let json: serde_json::Value =
+        serde_json::from_slice(&output.stdout).map_err(|e| format!("cargo metadata: {e}"))?;
+    // `functions/<name>/lab/Cargo.toml`
+    let is_probes = |package: &serde_json::Value| {
+        let manifest = Path::new(package["manifest_path"].as_str().unwrap_or_default());
+        let folder = manifest.parent();
+        let functions = folder.and_then(Path::parent).and_then(Path::parent);
+        package["name"] == GENERIC
+            || (folder.and_then(Path::file_name) == Some(FUNCTION_LAB.as_ref())
+                && functions.and_then(Path::file_name) == Some("functions".as_ref()))
+    };
+    Ok(json["packages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|package| is_probes(package))
+        .map(|package| {
+            let examples = package["targets"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|t| {
+                    t["kind"]
+                        .as_array()
+                        .is_some_and(|k| k.iter().any(|k| k == "example"))
+                })
+                .filter_map(|t| t["name"].as_str().map(str::to_owned))
+                .collect();
+            (
+                package["name"].as_str().unwrap_or_default().to_owned(),
+                examples,
+            )
+        })
+        .collect())
 }
 
 /// Run `command` and parse the last line of its output as JSON.

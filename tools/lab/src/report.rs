@@ -37,7 +37,8 @@ pub struct Results {
     pub machine: machine::Machine,
     pub memory: Memory,
     pub prewarm: Vec<prewarm::Row>,
-    pub bcrypt: measured_bcrypt::Bcrypt,
+    /// Or why not (no function has a `bcrypt` probe).
+    pub bcrypt: Result<measured_bcrypt::Bcrypt, String>,
     /// Not in quick mode.
     pub cold_start: Option<Vec<measured_cold_start::Row>>,
     /// The memory sizes measured, or why not.
@@ -48,6 +49,14 @@ pub struct Results {
     pub first_invocation: Result<measured_first_invocation::FirstInvocation, String>,
     /// Many requests in one environment.
     pub concurrency: ConcurrencyMeasurement,
+}
+
+/// What a section says when no function of the template has its probe.
+pub fn not_measured(kind: &str) -> String {
+    format!(
+        "Not measured: no function of the template has a `{kind}` probe \
+         (`functions/<name>/lab/examples/<binary>-{kind}.rs`)."
+    )
 }
 
 /// Section 1's runs, by traffic pattern.
@@ -73,7 +82,7 @@ pub fn write(dir: &Path, results: &Results) -> Result<(), String> {
     let _ = writeln!(
         md,
         "Absolute times drift on shared machines; what to compare are the ratios, measured side by side \
-         in one run (alternating, medians). The probes are `tools/lab/probes/examples/lab_*.rs`: the functions' \
+         in one run (alternating, medians). The probes are the functions' own (`functions/<name>/lab/`) and the lab's (`tools/lab/probes/`): the functions' \
          real code, built once per allocator with the `lab` profile (release optimisation, no fat LTO).\n"
     );
     summary(&mut md, results);

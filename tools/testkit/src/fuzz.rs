@@ -1,7 +1,7 @@
 //! A stable fuzzing engine (proptest) for any parser of outside input: a
 //! function's fuzz test gives a [`Target`] (its checks, defined once in the
 //! function's own test crate and shared with the coverage-guided engine of
-//! `tools/fuzz/`) and [`fuzz`] generates the inputs and bounds each call.
+//! `functions/<name>/fuzz/`) and [`fuzz`] generates the inputs and bounds each call.
 //!
 //! Inputs per target: its seeds (from `events/` and its own), its edge inputs
 //! (see [`zeros`], [`padded`]), then `FUZZ_CASES` generated inputs per round:

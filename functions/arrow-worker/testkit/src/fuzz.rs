@@ -1,6 +1,6 @@
 //! The Arrow worker's two fuzz targets, defined once for both fuzzing engines:
-//! the proptest harness of the test suite and the coverage-guided `tools/fuzz/`
-//! crate. Not part of the function's behaviour.
+//! the proptest harness of the test suite and the coverage-guided `fuzz/`
+//! crate beside it. Not part of the function's behaviour.
 //!
 //! - [`check_request`]: a payload as JSON text, through [`request::parse`], the
 //!   checks of what parses (segment, window, limit, merge, day), and the real

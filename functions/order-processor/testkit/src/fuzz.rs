@@ -1,6 +1,6 @@
 //! The fuzz target of the SQS order body, defined once for both fuzzing
 //! engines: the proptest harness of the test suite and the coverage-guided
-//! `tools/fuzz/` crate. Not part of the function's behaviour.
+//! `fuzz/` crate beside it. Not part of the function's behaviour.
 //!
 //! [`check`] takes raw bytes, because an SQS body reaches the function inside
 //! a JSON event: bytes that are not UTF-8 cannot become a `&str` at all, so the

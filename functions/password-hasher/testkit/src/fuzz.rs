@@ -1,6 +1,6 @@
 //! The fuzz target of the hasher's requests, defined once for both fuzzing
 //! engines: the proptest harness of the test suite and the coverage-guided
-//! `tools/fuzz/` crate. Not part of the function's behaviour.
+//! `fuzz/` crate beside it. Not part of the function's behaviour.
 //!
 //! [`check`] takes a request body as bytes and sends it down every road into
 //! the request parser: [`request::parse`] of the bytes, a Function URL event

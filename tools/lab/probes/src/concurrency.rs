@@ -1,133 +1,91 @@
-//! Many invocations at once in one process, for the lab's probe
-//! `lab_concurrency`: each function's real handler, cold-started as the
-//! function does, driven by a fixed number of clients at a time.
+//! Many invocations at once in one process, for the functions' `concurrency`
+//! probes (`functions/<name>/lab/examples/<name>-concurrency.rs`): a
+//! function's real handler, cold-started as the function does, driven by a
+//! fixed number of clients at a time. Each probe says how to start its
+//! handler and serve request `n` ([`Work`]); [`probe`] does the rest.
+//!
+//! `<name>-concurrency WARM_UP LEVEL:REQUESTS...` (run by `cargo xtask lab`)
+//! - WARM_UP requests first, one at a time, unmeasured;
+//! - then each LEVEL: REQUESTS requests by LEVEL clients at once, each sending
+//!   its next request when its last is answered, twice: a warm-up pass, then
+//!   the measured pass. RSS is sampled every few milliseconds.
+//!
+//! One JSON line out. A request that fails ends the probe with an error; one
+//! the function refuses as `Busy` (its budget full) is counted.
 
-use arrow_worker::config::Config as ArrowConfig;
-use arrow_worker_testkit::orders::MemoryStore;
 use lambda_runtime::{Context, Diagnostic, LambdaEvent};
-use order_processor::config::Config as OrdersConfig;
-use order_processor_testkit::dead_letters::MemoryDeadLetters;
-use order_processor_testkit::orders as sample;
-use order_processor_testkit::store::MemoryOrders;
 use serde_json::{Value, json};
-use shared::config::{Env, number_or};
-use shared::invocation::Deadline;
+use shared::config::{Env, ProcessEnv, number_or};
+use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-/// The hasher's request: the sample event's (its first password, its cost).
-const HASH_EVENT: &str = include_str!("../../../../events/password-hasher/hash.json");
-/// The Arrow worker's request: the sample aggregation by customer.
-const ARROW_EVENT: &str = include_str!("../../../../events/arrow-worker/report-by-customer.json");
-/// Orders per page of the Arrow worker's generated table (DynamoDB's pages
-/// are up to 1 MB: about this many of these orders).
-const PAGE: usize = 1_000;
 /// How long any invocation may take before the probe calls it stuck.
-const DEADLINE: Duration = Duration::from_secs(120);
+pub const DEADLINE: Duration = Duration::from_secs(120);
 /// How often RSS is sampled while requests run.
 const SAMPLE_EVERY: Duration = Duration::from_millis(5);
 
 /// One function's handler, ready to serve.
-pub enum Work {
-    Orders(Box<order_processor::handler::Handler<MemoryOrders, MemoryDeadLetters>>),
-    Hasher(password_hasher::handler::Handler, Value),
-    Arrow(arrow_worker::handler::Handler<MemoryStore>, Value),
-}
-
-impl Work {
-    /// Cold start `function` as its `main` does, with settings from `env`
-    /// (and the probe's own: `STORE_MS`, the store's answer time, and `ROWS`,
-    /// the Arrow worker's table); with the CPU share it detected.
-    pub fn start(function: &str, env: &dyn Env) -> Result<(Arc<Self>, f64), String> {
-        let store_time =
-            Duration::from_millis(number_or(env, "STORE_MS", 5, 0..=10_000).map_err(text)?);
-        let (work, init) = match function {
-            "orders" => {
-                let (init, config) = shared::start(env, OrdersConfig::from_env).map_err(text)?;
-                let store = MemoryOrders::accept_all().delay(store_time);
-                let handler = order_processor::handler::Handler::new(
-                    store,
-                    MemoryDeadLetters::new(),
-                    &config,
-                );
-                (Self::Orders(Box::new(handler)), init)
-            }
-            "hasher" => {
-                let (init, config) =
-                    shared::start(env, password_hasher::config::Config::from_env).map_err(text)?;
-                let estimates = password_hasher::calibration::Estimates::on_demand();
-                let handler =
-                    password_hasher::handler::Handler::new(init.clone(), config, estimates);
-                (Self::Hasher(handler, one_password(HASH_EVENT)?), init)
-            }
-            "arrow" => {
-                let (init, config) = shared::start(env, ArrowConfig::from_env).map_err(text)?;
-                let rows = number_or(env, "ROWS", 20_000, 1..=10_000_000).map_err(text)?;
-                let rows = usize::try_from(rows).map_err(text)?;
-                let items = arrow_worker_testkit::orders::items(rows, (rows as u64 / 8).max(1), 7);
-                let store = MemoryStore::new(items, PAGE).with_page_latency(store_time);
-                let workers = init.vcpus.workers;
-                let handler = arrow_worker::handler::Handler::new(store, config, workers, None);
-                (Self::Arrow(handler, parse(ARROW_EVENT)?), init)
-            }
-            other => return Err(format!("unknown function {other:?}")),
-        };
-        Ok((Arc::new(work), init.vcpus.share))
-    }
-
+pub trait Work: Send + Sync + 'static {
     /// Serve request number `n`: whether it was answered (`false`: refused
     /// as `Busy`), or what went wrong.
-    async fn serve(&self, n: u64) -> Result<bool, String> {
-        match self {
-            Self::Orders(handler) => {
-                let records = sample::records(n * 10..n * 10 + 10, sample::body);
-                let deadline = Deadline::at(Instant::now() + DEADLINE);
-                let report = handler.process(&records, deadline).await.map_err(text)?;
-                match report.failed().next() {
-                    None => Ok(true),
-                    Some((id, why)) => Err(format!("record {id} failed: {why:?}")),
-                }
-            }
-            Self::Hasher(handler, event) => {
-                let raw = serde_json::value::to_raw_value(event).map_err(text)?;
-                let answer = handler.handle(invocation(raw)).await.map_err(diagnostic)?;
-                match answer["hashes"].as_array().map(Vec::len) {
-                    Some(1) => Ok(true),
-                    _ => Err(format!("not one hash: {answer}")),
-                }
-            }
-            Self::Arrow(handler, event) => match handler.handle(invocation(event.clone())).await {
-                Ok(_) => Ok(true),
-                Err(refused) if refused.error_type == "Busy" => Ok(false),
-                Err(failed) => Err(diagnostic(failed)),
-            },
-        }
-    }
+    fn serve(&self, n: u64) -> impl Future<Output = Result<bool, String>> + Send;
 }
 
-/// `event` with only its first password.
-fn one_password(event: &str) -> Result<Value, String> {
-    let mut event = parse(event)?;
-    let first = event["passwords"][0].take();
-    event["passwords"] = json!([first]);
-    Ok(event)
+/// The probe's whole run: cold start with `start` (settings from the
+/// process environment, as on Lambda; it answers the handler and the CPU
+/// share it detected), drive it as the arguments say, print the JSON line
+/// (`request` says what one request is, for the report).
+pub async fn probe<W: Work>(
+    request: &str,
+    start: impl FnOnce(&dyn Env) -> Result<(W, f64), String>,
+) -> Result<(), String> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let [warm_up, levels @ ..] = args.as_slice() else {
+        return Err("usage: WARM_UP LEVEL:REQUESTS...".into());
+    };
+    let warm_up: usize = warm_up
+        .parse()
+        .map_err(|_| format!("WARM_UP {warm_up:?}: expected a number"))?;
+    let levels = levels
+        .iter()
+        .map(|l| Level::parse(l))
+        .collect::<Result<Vec<_>, _>>()?;
+    let (work, vcpus) = start(&ProcessEnv)?;
+    let measured = drive(Arc::new(work), warm_up, &levels).await?;
+    println!(
+        "{}",
+        json!({
+            "request": request,
+            "allocator": shared::allocator::name(),
+            "vcpus": vcpus,
+            "levels": measured,
+        })
+    );
+    Ok(())
 }
 
-fn parse(event: &str) -> Result<Value, String> {
-    serde_json::from_str(event).map_err(text)
+/// The store's answer time of a probe's in-memory store (`STORE_MS`, 5 ms
+/// unless set), as DynamoDB would answer.
+pub fn store_time(env: &dyn Env) -> Result<Duration, String> {
+    Ok(Duration::from_millis(
+        number_or(env, "STORE_MS", 5, 0..=10_000).map_err(text)?,
+    ))
 }
 
-fn text(e: impl std::fmt::Display) -> String {
+/// Any error as text.
+pub fn text(e: impl std::fmt::Display) -> String {
     e.to_string()
 }
 
-fn diagnostic(d: Diagnostic) -> String {
+/// A handler's error as text.
+pub fn diagnostic(d: Diagnostic) -> String {
     format!("{}: {}", d.error_type, d.error_message)
 }
 
 /// An invocation of `payload` with [`DEADLINE`] to go.
-fn invocation<T>(payload: T) -> LambdaEvent<T> {
+pub fn invocation<T>(payload: T) -> LambdaEvent<T> {
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap_or_default();
@@ -171,7 +129,11 @@ struct Pass {
 
 /// `warm_up` requests one at a time, then each of `levels` twice (a warm-up
 /// pass, then the measured one); the levels as JSON.
-pub async fn drive(work: Arc<Work>, warm_up: usize, levels: &[Level]) -> Result<Value, String> {
+pub async fn drive<W: Work>(
+    work: Arc<W>,
+    warm_up: usize,
+    levels: &[Level],
+) -> Result<Value, String> {
     let next = Arc::new(AtomicU64::new(0));
     pass(&work, &next, 1, warm_up.max(1)).await?;
     let mut measured = Vec::new();
@@ -200,8 +162,8 @@ pub async fn drive(work: Arc<Work>, warm_up: usize, levels: &[Level]) -> Result<
 }
 
 /// `requests` requests by `clients` clients at once, numbered from `next`.
-async fn pass(
-    work: &Arc<Work>,
+async fn pass<W: Work>(
+    work: &Arc<W>,
     next: &Arc<AtomicU64>,
     clients: usize,
     requests: usize,
@@ -237,8 +199,8 @@ async fn pass(
 
 /// One client: requests one after another while any are `left`; the
 /// answered ones' times and how many were refused.
-async fn client(
-    work: Arc<Work>,
+async fn client<W: Work>(
+    work: Arc<W>,
     next: Arc<AtomicU64>,
     left: Arc<AtomicUsize>,
 ) -> Result<(Vec<Duration>, usize), String> {

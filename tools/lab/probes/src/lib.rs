@@ -1,12 +1,11 @@
-//! What the lab's probes (`examples/`) and the pre-warm fault test share: the
-//! first-invocation trial of the Arrow worker, the bcrypt yardstick, and many
-//! invocations at once in one process.
+//! What every probe shares, the lab's generic ones (`examples/`) and the
+//! functions' own (`functions/<name>/lab/`): the allocator a build declares,
+//! many invocations at once in one process, and a function's plan.
 
 pub mod concurrency;
-pub mod trial;
-pub mod yardstick;
+pub mod plan;
 
-/// Declare the allocator this build of the probes was asked for: the
+/// Declare the allocator this build of the probes was asked for: the calling
 /// package's feature `jemalloc`, `snmalloc` or `system`, else mimalloc (the
 /// functions' own). One line at the top of every probe.
 #[macro_export]

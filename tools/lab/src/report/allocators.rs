@@ -49,6 +49,9 @@ pub fn section(
          low traffic: the quiet phase above the spike); it must stay under {GROWTH_BOUND_MIB} MiB.\n",
         machine.line()
     );
+    if memory.is_empty() {
+        let _ = writeln!(md, "{}\n", super::not_measured("memory"));
+    }
     for (pattern, runs) in memory {
         pattern_section(&mut md, dir, pattern, runs)?;
     }
@@ -161,6 +164,10 @@ fn allocator_pick(md: &mut String, pattern: &Pattern, runs: &[Run], ours: &Run) 
 pub fn prewarm_summary(prewarm: &[Row]) -> String {
     let mut md = String::new();
     let _ = writeln!(md, "{}", PREWARM_PICK.0);
+    if prewarm.is_empty() {
+        let _ = writeln!(md, "{}", PREWARM_PICK.1);
+        return md;
+    }
     // First invocation / steady and first faults of `allocator`'s `variant`.
     let measured = |allocator: &str, variant: &str| {
         prewarm.iter().find_map(|r| match r.outcome {
@@ -269,6 +276,10 @@ pub fn prewarm_section(prewarm: &[Row], scale: Scale) -> String {
          The template pre-warms only with mimalloc 3: the others, the shipped mimalloc 2 among them, do not reliably reuse pages freed by another \
          thread (\"forced\" shows what pre-warming would give them).\n"
     );
+    if prewarm.is_empty() {
+        let _ = writeln!(md, "{}\n\n{}", super::not_measured("prewarm"), PREWARM.1);
+        return md;
+    }
     let _ = writeln!(
         md,
         "| allocator | variant | pre-warm ms (background) | first ms | steady ms | first / steady | first faults | steady faults |\n|---|---|---:|---:|---:|---:|---:|---:|"

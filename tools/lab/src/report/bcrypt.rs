@@ -14,14 +14,26 @@ use std::path::Path;
 /// Markers around the section.
 pub const SECTION: Markers = ("<!-- bcrypt -->", "<!-- /bcrypt -->");
 
-/// The section, between its markers, with its plots in `dir`.
-pub fn section(dir: &Path, b: &Bcrypt, machine: &Machine) -> Result<String, String> {
+/// The section's heading.
+const HEADING: &str = "## 2. bcrypt: every candidate side by side, and scaling\n";
+
+/// The section, between its markers, with its plots in `dir`; or why it was
+/// not measured.
+pub fn section(
+    dir: &Path,
+    b: &Result<Bcrypt, String>,
+    machine: &Machine,
+) -> Result<String, String> {
     let mut md = String::new();
     let _ = writeln!(md, "{}", SECTION.0);
-    let _ = writeln!(
-        md,
-        "## 2. bcrypt: every candidate side by side, and scaling\n"
-    );
+    let _ = writeln!(md, "{HEADING}");
+    let b = match b {
+        Ok(b) => b,
+        Err(why) => {
+            let _ = writeln!(md, "Not measured: {why}.\n\n{}", SECTION.1);
+            return Ok(md);
+        }
+    };
     let _ = writeln!(
         md,
         "Measured on {} (`cargo xtask lab bcrypt` measures this section again on its own). Cost {}, {} \
@@ -191,7 +203,11 @@ pub fn rewritable(dir: &Path) -> Result<String, String> {
 }
 
 /// Replace the bcrypt section of the report in `dir` with `bcrypt`'s.
-pub fn rewrite(dir: &Path, bcrypt: &Bcrypt, machine: &Machine) -> Result<(), String> {
+pub fn rewrite(
+    dir: &Path,
+    bcrypt: &Result<Bcrypt, String>,
+    machine: &Machine,
+) -> Result<(), String> {
     splice::rewrite(dir, &[(SECTION, section(dir, bcrypt, machine)?)])
 }
 
@@ -243,7 +259,7 @@ mod tests {
     fn the_section_has_every_candidate_the_lane_curve_and_both_plots() {
         let dir = std::env::temp_dir().join(format!("lab-bcrypt-report-{}", std::process::id()));
         let machine = Machine::here();
-        let md = section(&dir, &measured(), &machine);
+        let md = section(&dir, &Ok(measured()), &machine);
         let lanes_plot = dir.join(PLOTS).join("bcrypt-lanes.svg").exists();
         let scaling_plot = dir.join(PLOTS).join("bcrypt-scaling.svg").exists();
         let _ = std::fs::remove_dir_all(&dir);
@@ -267,7 +283,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("lab-bcrypt-differ-{}", std::process::id()));
         let mut b = measured();
         b.differing = vec!["own-3 lanes".into()];
-        let md = section(&dir, &b, &Machine::here());
+        let md = section(&dir, &Ok(b), &Machine::here());
         let _ = std::fs::remove_dir_all(&dir);
         assert!(md.expect("written").contains("**own-3 lanes differ"));
     }

@@ -55,8 +55,8 @@ fn intro(md: &mut String, measured: &Concurrency, machine: &Machine) {
         md,
         "Measured on {} (`cargo xtask lab concurrency` measures this section again on its own). \
          On Lambda Managed Instances one environment serves up to `PerExecutionEnvironmentMaxConcurrency` \
-         invocations at once; `shared::run` spawns each on the tokio runtime. The probe \
-         (`tools/lab/probes/examples/lab_concurrency.rs`) cold-starts each function's real handler as its \
+         invocations at once; `shared::run` spawns each on the tokio runtime. Each function's \
+         `concurrency` probe (`functions/<name>/lab/`) cold-starts its real handler as its \
          `main` does, with the template's settings, {limits}, once per allocator. N clients each send \
          their next request when their last is answered; each level runs twice (warm-up, then measured). \
          The stores are in memory and answer after {STORE_MS} ms a call (a DynamoDB write, a page of a \

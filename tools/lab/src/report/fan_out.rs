@@ -3,9 +3,9 @@
 //! can replace it in an existing report without running the rest of the lab.
 
 use super::splice::{self, Markers};
+use crate::fan_out::ORDERS_PER_CUSTOMER;
 use crate::fan_out::{DayReport, Measured};
 use crate::machine::Machine;
-use crate::stack::ORDERS_PER_CUSTOMER;
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -45,8 +45,8 @@ pub fn section(fan_out: &FanOut, machine: &Machine) -> String {
          worker's release bootstrap under the runtime interface emulator with its template limits \
          (1,769 MB: one vCPU of time, as on Lambda) and the arena pre-warm off (`ARENA_MIB=0`: its pages \
          would be the peak whatever the work), two execution environments, DynamoDB Local holding \
-         the orders ({ORDERS_PER_CUSTOMER} per customer, in four currencies, written by the order \
-         processor's store), the template's state machine on the local Step Functions engine with S3 \
+         the orders ({ORDERS_PER_CUSTOMER} per customer, in four currencies, in the order processor's schema, written by the \
+         worker's `prepare` probe), the template's state machine on the local Step Functions engine with S3 \
          (moto), all on loopback without TLS. The query aggregates by customer (`limit` 20,000). \
          \"Seconds\" run from the request to the answer, cold starts included; \"peak\" is the highest \
          memory peak of an environment's cgroup (emulator and function; the merge runs in one of them); \

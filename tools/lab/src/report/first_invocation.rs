@@ -345,7 +345,7 @@ mod tests {
             rows: vec![Row {
                 function: "F".into(),
                 memory_mb: 256,
-                size: "typical",
+                size: "typical".into(),
                 request: "a batch".into(),
                 variant: SHIPPED,
                 starts: vec![start(6.0), start(7.0), start(8.0)],

@@ -1,4 +1,4 @@
-//! A first-invocation trial, for the pre-warm test and the lab probe: a fresh
+//! A first-invocation trial, for the pre-warm probe: a fresh
 //! Arrow worker handler over generated orders, invoked `rounds` times, each
 //! round timed and its minor page faults counted. Run it in a fresh process per
 //! variant, so no variant inherits another's heap.

@@ -2,7 +2,7 @@
 //! nothing instead of DynamoDB) driven through a traffic pattern, printing one
 //! JSON line: RSS after invocations, records per second of handler time.
 //!
-//! `lab_orders POLICY PHASE...` (run by `cargo xtask lab`)
+//! `order-processor-memory POLICY PHASE...` (run by `cargo xtask lab`)
 //! - POLICY: `template` applies `MEMORY_RETURN` as `shared::start` does (the
 //!   template sets `prompt`); `library-defaults` leaves the allocator as shipped.
 //! - PHASE: `INVOCATIONSxORDERS@GAP_MS`, e.g. `10000x10@0` (a burst) or
@@ -51,7 +51,7 @@ async fn main() -> Result<(), String> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let (policy, phases) = args
         .split_first()
-        .ok_or("usage: lab_orders template|library-defaults PHASE...")?;
+        .ok_or("usage: order-processor-memory template|library-defaults PHASE...")?;
     let settings = match policy.as_str() {
         "template" => {
             allocator::apply(Policy::from_env(&ProcessEnv).map_err(|e| e.to_string())?)?.to_string()

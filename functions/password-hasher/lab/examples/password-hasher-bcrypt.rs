@@ -1,7 +1,7 @@
 //! Performance-lab probe: every bcrypt candidate side by side on one thread,
 //! and this function's batch on pools of 1..=N threads; one JSON line.
 //!
-//! `lab_bcrypt COST ROUNDS BATCH MAX_THREADS` (run by `cargo xtask lab`)
+//! `password-hasher-bcrypt COST ROUNDS BATCH MAX_THREADS` (run by `cargo xtask lab`)
 //! - candidates: libxcrypt's `crypt(3)` (one hash at a time, timed inside
 //!   Python), the `bcrypt` crate, `bcrypt-rust` (its batch API picks a SIMD
 //!   backend at run time), and this function's EksBlowfish with 1, 2, 3, 4,
@@ -18,8 +18,8 @@
 //! - then BATCH hashes through the function's `hash_all` on pools of
 //!   1..=MAX_THREADS threads, wall clock, best of two each.
 
-use lab_probes::yardstick::{batch_seconds, cpu_seconds, crypt3, passwords, salt};
 use password_hasher::eksblowfish::{Input, LANES, hash_many_in};
+use password_hasher_lab::yardstick::{batch_seconds, cpu_seconds, crypt3, passwords, salt};
 use serde_json::json;
 
 /// Hashes timed one at a time per candidate per round.
@@ -140,7 +140,7 @@ fn main() -> Result<(), String> {
         })
         .collect::<Result<Vec<_>, _>>()?;
     let [cost, rounds, batch, max_threads] = numbers.as_slice() else {
-        return Err("usage: lab_bcrypt COST ROUNDS BATCH MAX_THREADS".into());
+        return Err("usage: password-hasher-bcrypt COST ROUNDS BATCH MAX_THREADS".into());
     };
     let cost = u32::try_from(*cost).map_err(|e| e.to_string())?;
     let salt = salt()?;

@@ -3,4 +3,4 @@
 
 use arrow_worker_testkit::fuzz::check_request as check;
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| parsers_fuzz::bounded(data, check));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| fuzz_harness::bounded(data, check));

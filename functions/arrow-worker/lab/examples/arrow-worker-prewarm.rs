@@ -1,14 +1,14 @@
 //! Performance-lab probe: a cold start of the Arrow worker followed by a few
-//! invocations over generated orders (see `lab_probes::trial`), printing one
+//! invocations over generated orders (see `arrow_worker_lab::trial`), printing one
 //! JSON line: each invocation's time and minor page faults.
 //!
-//! `lab_prewarm off|shipped|forced ROWS ARENA_MIB ROUNDS` (run by `cargo xtask lab`)
+//! `arrow-worker-prewarm off|shipped|forced ROWS ARENA_MIB ROUNDS` (run by `cargo xtask lab`)
 //! - `off`: no pre-warm, no code warm-up;
 //! - `shipped`: what the function does (arena pre-warm + code warm-up); with
 //!   an allocator the template refuses to pre-warm, the line says `refused`;
 //! - `forced`: arena pre-faulted even where the template refuses, + code warm-up.
 
-use lab_probes::trial::{self, ArenaPrewarm};
+use arrow_worker_lab::trial::{self, ArenaPrewarm};
 use shared::arena::{self, NotStarted};
 
 lab_probes::declare_allocator!();
@@ -16,7 +16,7 @@ lab_probes::declare_allocator!();
 fn main() -> Result<(), String> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let [variant, rows, arena_mib, rounds] = args.as_slice() else {
-        return Err("usage: lab_prewarm off|shipped|forced ROWS ARENA_MIB ROUNDS".into());
+        return Err("usage: arrow-worker-prewarm off|shipped|forced ROWS ARENA_MIB ROUNDS".into());
     };
     let number = |name: &str, s: &str| {
         s.parse::<usize>()
