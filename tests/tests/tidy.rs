@@ -405,13 +405,14 @@ fn unused_modules(lib: &str, src_dir: &str, own: &[Source], dependents: &[Source
 }
 
 /// Whether the docs' `path` is left alone: generated (git ignores it), or
-/// in the folder of a function the user removed, whose lines are theirs to
-/// edit ("Make it yours" in the README).
+/// in the folder or the events of a function the user removed, whose lines
+/// are theirs to edit ("Make it yours" in the README).
 fn not_checked(path: &str, tree: &BTreeSet<String>, generated: &[String]) -> bool {
-    let removed_function = path
-        .strip_prefix("functions/")
-        .and_then(|rest| rest.split('/').next())
-        .is_some_and(|name| !tree.contains(&format!("functions/{name}")));
+    let removed_function = ["functions/", "events/"].iter().any(|folder| {
+        path.strip_prefix(folder)
+            .and_then(|rest| rest.split('/').next())
+            .is_some_and(|name| !tree.contains(&format!("functions/{name}")))
+    });
     removed_function
         || generated
             .iter()
@@ -619,6 +620,25 @@ fn unsafe_is_explained_and_confined() {
     assert_none("unsafe code", offences);
 }
 
+/// Of `shared`'s modules no function uses (`unused`, offences), those dev
+/// code uses (`dev`: tests, tools, test crates): test code in a production
+/// crate. One nothing uses is offered to any function (a user removed the one
+/// that used it), not an offence.
+fn serving_dev_only(unused: Vec<String>, dev: &[String]) -> Vec<String> {
+    unused
+        .into_iter()
+        .filter(|offence| {
+            let module = offence
+                .split("module `")
+                .nth(1)
+                .and_then(|rest| rest.split('`').next())
+                .unwrap_or_default();
+            dev.iter()
+                .any(|code| uses_module(code, module, &["shared"], false))
+        })
+        .collect()
+}
+
 #[test]
 fn production_modules_serve_production() {
     let (root, packages) = workspace();
@@ -643,12 +663,18 @@ fn production_modules_serve_production() {
         .filter(|p| p.name == "shared" || is_function(&p.dir))
     {
         let Some((lib, src)) = &p.lib else { continue };
-        let dependents: &[Source] = if p.name == "shared" {
-            &function_sources
-        } else {
-            &[]
-        };
-        offences.extend(unused_modules(lib, src, &sources(src), dependents));
+        if p.name != "shared" {
+            offences.extend(unused_modules(lib, src, &sources(src), &[]));
+            continue;
+        }
+        let unused = unused_modules(lib, src, &sources(src), &function_sources);
+        let dev: Vec<String> = ["tools", "tests", "functions"]
+            .iter()
+            .flat_map(|dir| sources(dir))
+            .filter(|s| !function_sources.iter().any(|f| f.path == s.path))
+            .map(|s| code_only(&s.text))
+            .collect();
+        offences.extend(serving_dev_only(unused, &dev));
     }
     assert_none(
         "modules of production crates that production does not use",
@@ -1990,6 +2016,15 @@ mod planted {
             unused_modules("shared", "shared/src", &shared, &function),
             [format!("shared/src/lib.rs:2: module `memory` {why}")]
         );
+        // A shared module no function uses is an offence if dev code uses
+        // it (it serves tests), not if nothing does (offered to functions).
+        let unused = || unused_modules("shared", "shared/src", &shared, &[]);
+        let tests = ["use shared::memory::snapshot;\nfn t() {}\n".to_owned()];
+        assert_eq!(
+            serving_dev_only(unused(), &tests),
+            [format!("shared/src/lib.rs:2: module `memory` {why}")]
+        );
+        assert!(serving_dev_only(unused(), &[]).is_empty());
     }
 
     #[test]
@@ -2011,7 +2046,7 @@ mod planted {
         let markdown = "`shared/src/lib.rs:12` `xtask/src/gone.rs` `target/x.rs` `https://a/b.md` `cargo xtask run`\n\
             | `shared/` | `memory.rs` `main.rs` |\n```\n`not/checked.rs`\n```\n\
             `shared::memory::snapshot` `shared::init` `shared::invocation::Deadline` `lib.rs` `Init::decide`\n\
-            `functions/removed/src/handler.rs` `functions/kept/src/gone.rs`\n";
+            `functions/removed/src/handler.rs` `events/removed/a.json` `functions/kept/src/gone.rs`\n";
         assert_eq!(
             doc_path_offences(
                 "ARCHITECTURE.md",

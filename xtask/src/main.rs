@@ -93,7 +93,6 @@ fn execute(command: Command) -> Result<(), String> {
             user_changes::new_function()
                 .and_then(|()| user_changes::allocator_without_feature())
                 .and_then(|()| user_changes::mixed_allocators())
-                // Not yet a suite step: what is left fails tidy (see its doc).
                 .and_then(|()| user_changes::samples_removed())
         }
         Command::Help => {

@@ -22,7 +22,7 @@ pub enum Outcome {
 type Step = (&'static str, fn() -> Result<Outcome, String>);
 
 /// The steps, in order: each later one may reuse what an earlier one built.
-const STEPS: [Step; 9] = [
+const STEPS: [Step; 10] = [
     (
         "install pinned tools while the tests build, linted as they compile",
         || passed(install_alongside_build()),
@@ -59,6 +59,10 @@ const STEPS: [Step; 9] = [
     (
         "sam local invoke of that build, one sample event per function (podman)",
         || sam_local(true, Some(&user_changes::sam_build_dir())),
+    ),
+    (
+        "a user's changes: samples removed, by hand and by remove-function",
+        || passed(user_changes::samples_removed()),
     ),
 ];
 

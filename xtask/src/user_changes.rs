@@ -156,11 +156,7 @@ pub fn mixed_allocators() -> Result<(), String> {
 /// [`remove_function::with_callers`]); it is the one a state machine calls,
 /// which `remove-function` refuses, if there is one. Then every other but the
 /// new function with `remove-function`. After each, what is left works:
-/// [`what_is_left_works`]. `cargo xtask user-changes` runs it, not yet the
-/// suite: with the Arrow worker removed, `cargo xtask run`, template hygiene
-/// and the docs' paths pass, but tidy still finds `shared::arena` used by no
-/// function and three crates (`either`, `futures-executor`, `futures-sink`)
-/// built with other features by the new function than by the others.
+/// [`what_is_left_works`].
 pub fn samples_removed() -> Result<(), String> {
     let copy = existing_copy()?;
     let samples: Vec<String> = function_folders(&copy)?

@@ -248,15 +248,13 @@ fn probe(
 ) -> Result<Value, String> {
     let memory = function.memory_mb.to_string();
     let store_ms = STORE_MS.to_string();
-    let mut env: Vec<(&str, &str)> = function
-        .env
-        .iter()
-        .map(|(k, v)| (k.as_str(), v.as_str()))
-        .collect();
-    env.extend([
-        ("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", memory.as_str()),
-        ("STORE_MS", store_ms.as_str()),
-    ]);
+    let mut env = plan::settings(
+        function,
+        &[
+            ("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", memory.as_str()),
+            ("STORE_MS", store_ms.as_str()),
+        ],
+    );
     env.extend(extra.iter().map(|(k, v)| (*k, v.as_str())));
     let (warm_up, levels) = match plan {
         // Fill a function's cache (`CACHE_CAPACITY`, the order processor's)

@@ -138,15 +138,13 @@ pub fn measure(
         .collect();
     let mut outputs: Vec<Vec<serde_json::Value>> = vec![Vec::new(); setups.len()];
     let capacity = pattern.cache_capacity.to_string();
-    let mut env: Vec<(&str, &str)> = function
-        .env
-        .iter()
-        .map(|(k, v)| (k.as_str(), v.as_str()))
-        .collect();
-    env.extend([
-        ("CACHE_CAPACITY", capacity.as_str()),
-        ("MEMORY_RETURN", "prompt"),
-    ]);
+    let env = super::plan::settings(
+        function,
+        &[
+            ("CACHE_CAPACITY", capacity.as_str()),
+            ("MEMORY_RETURN", "prompt"),
+        ],
+    );
     let probe = probes::of(&function.binary, "memory");
     let mut args = Vec::new();
     for _ in 0..trials.max(1) {

@@ -87,14 +87,26 @@ pub fn prepare(
             spec.binary
         ));
     }
-    let mut env: Vec<(&str, &str)> = spec
+    let env = settings(
+        spec,
+        &local_aws::function_env(&[
+            ("AWS_ENDPOINT_URL_DYNAMODB", dynamodb),
+            ("AWS_REGION", local_aws::REGION),
+        ]),
+    );
+    probes.run(SHIPPED, &probe, args, &env).map(drop)
+}
+
+/// `function`'s settings, then `extra` ones (a later one wins where a
+/// program reads the last).
+pub fn settings<'a>(
+    function: &'a Function,
+    extra: &[(&'a str, &'a str)],
+) -> Vec<(&'a str, &'a str)> {
+    function
         .env
         .iter()
         .map(|(k, v)| (k.as_str(), v.as_str()))
-        .collect();
-    env.extend(local_aws::function_env(&[
-        ("AWS_ENDPOINT_URL_DYNAMODB", dynamodb),
-        ("AWS_REGION", local_aws::REGION),
-    ]));
-    probes.run(SHIPPED, &probe, args, &env).map(drop)
+        .chain(extra.iter().copied())
+        .collect()
 }
