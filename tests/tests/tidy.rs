@@ -404,6 +404,20 @@ fn unused_modules(lib: &str, src_dir: &str, own: &[Source], dependents: &[Source
         .collect()
 }
 
+/// The folders a doc line names that exist (a bare file name in a table row
+/// is looked for under them), and whether it names a removed function's (a
+/// row about it: its bare names go with it).
+fn row_folders<'a>(spans: &[&'a str], tree: &BTreeSet<String>) -> (Vec<&'a str>, bool) {
+    let folders: Vec<&str> = spans
+        .iter()
+        .filter(|t| t.ends_with('/'))
+        .map(|t| t.trim_end_matches('/'))
+        .collect();
+    let removed = folders.iter().any(|f| not_checked(f, tree, &[]));
+    let bases = folders.into_iter().filter(|t| tree.contains(*t)).collect();
+    (bases, removed)
+}
+
 /// Whether the docs' `path` is left alone: generated (git ignores it), or
 /// in the folder or the events of a function the user removed, whose lines
 /// are theirs to edit ("Make it yours" in the README).
@@ -439,12 +453,7 @@ fn doc_path_offences(
     for (n, line) in markdown.lines().enumerate() {
         fenced ^= line.trim_start().starts_with("```");
         let spans: Vec<&str> = line.split('`').skip(1).step_by(2).map(str::trim).collect();
-        // A bare file name in a table row is looked for under the row's folders.
-        let folders = spans
-            .iter()
-            .filter(|t| t.ends_with('/'))
-            .map(|t| t.trim_end_matches('/'));
-        let bases: Vec<&str> = folders.filter(|t| tree.contains(*t)).collect();
+        let (bases, removed_row) = row_folders(&spans, tree);
         for token in spans.into_iter().filter(|_| !fenced) {
             let mut offend =
                 |what: String| offences.push(format!("{doc}:{}: `{token}` {what}", n + 1));
@@ -485,6 +494,7 @@ fn doc_path_offences(
             let anywhere =
                 || !path.contains('/') && tree.iter().any(|p| p.rsplit('/').next() == Some(path));
             let exists = tree.contains(path)
+                || (removed_row && !path.contains('/'))
                 || bases.iter().any(|b| under(b, path))
                 || (bases.is_empty() && anywhere());
             if !exists {
@@ -620,25 +630,6 @@ fn unsafe_is_explained_and_confined() {
     assert_none("unsafe code", offences);
 }
 
-/// Of `shared`'s modules no function uses (`unused`, offences), those dev
-/// code uses (`dev`: tests, tools, test crates): test code in a production
-/// crate. One nothing uses is offered to any function (a user removed the one
-/// that used it), not an offence.
-fn serving_dev_only(unused: Vec<String>, dev: &[String]) -> Vec<String> {
-    unused
-        .into_iter()
-        .filter(|offence| {
-            let module = offence
-                .split("module `")
-                .nth(1)
-                .and_then(|rest| rest.split('`').next())
-                .unwrap_or_default();
-            dev.iter()
-                .any(|code| uses_module(code, module, &["shared"], false))
-        })
-        .collect()
-}
-
 #[test]
 fn production_modules_serve_production() {
     let (root, packages) = workspace();
@@ -652,29 +643,12 @@ fn production_modules_serve_production() {
             })
             .collect()
     };
-    let functions = packages.iter().filter(|p| is_function(&p.dir));
-    let function_sources: Vec<Source> = functions
-        .filter_map(|p| p.lib.as_ref())
-        .flat_map(|(_, src)| sources(src))
-        .collect();
     let mut offences = vec![];
-    for p in packages
-        .iter()
-        .filter(|p| p.name == "shared" || is_function(&p.dir))
-    {
+    // `shared`'s modules are offered to every function: one that no function
+    // of the day uses (a user removed the one that did) is no offence.
+    for p in packages.iter().filter(|p| is_function(&p.dir)) {
         let Some((lib, src)) = &p.lib else { continue };
-        if p.name != "shared" {
-            offences.extend(unused_modules(lib, src, &sources(src), &[]));
-            continue;
-        }
-        let unused = unused_modules(lib, src, &sources(src), &function_sources);
-        let dev: Vec<String> = ["tools", "tests", "functions"]
-            .iter()
-            .flat_map(|dir| sources(dir))
-            .filter(|s| !function_sources.iter().any(|f| f.path == s.path))
-            .map(|s| code_only(&s.text))
-            .collect();
-        offences.extend(serving_dev_only(unused, &dev));
+        offences.extend(unused_modules(lib, src, &sources(src), &[]));
     }
     assert_none(
         "modules of production crates that production does not use",
@@ -2016,15 +1990,6 @@ mod planted {
             unused_modules("shared", "shared/src", &shared, &function),
             [format!("shared/src/lib.rs:2: module `memory` {why}")]
         );
-        // A shared module no function uses is an offence if dev code uses
-        // it (it serves tests), not if nothing does (offered to functions).
-        let unused = || unused_modules("shared", "shared/src", &shared, &[]);
-        let tests = ["use shared::memory::snapshot;\nfn t() {}\n".to_owned()];
-        assert_eq!(
-            serving_dev_only(unused(), &tests),
-            [format!("shared/src/lib.rs:2: module `memory` {why}")]
-        );
-        assert!(serving_dev_only(unused(), &[]).is_empty());
     }
 
     #[test]
@@ -2046,7 +2011,8 @@ mod planted {
         let markdown = "`shared/src/lib.rs:12` `xtask/src/gone.rs` `target/x.rs` `https://a/b.md` `cargo xtask run`\n\
             | `shared/` | `memory.rs` `main.rs` |\n```\n`not/checked.rs`\n```\n\
             `shared::memory::snapshot` `shared::init` `shared::invocation::Deadline` `lib.rs` `Init::decide`\n\
-            `functions/removed/src/handler.rs` `events/removed/a.json` `functions/kept/src/gone.rs`\n";
+            `functions/removed/src/handler.rs` `events/removed/a.json` `functions/kept/src/gone.rs`\n\
+            | `functions/removed/` | `scan.rs` |\n";
         assert_eq!(
             doc_path_offences(
                 "ARCHITECTURE.md",
