@@ -199,6 +199,43 @@ pub fn update_workspace_lock(root: &Path) -> Result<(), String> {
     }
 }
 
+/// How a step ended, when it did not fail.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    Passed,
+    /// It could not run on this machine; why.
+    Skipped(String),
+}
+
+/// `sam local invoke` of the sample events (one per function with `quick`)
+/// against the build in `build_dir` (the quick build of `sam_build_quick` if
+/// `None`), on podman; of the project `project` if given (a scratch copy),
+/// else this one. Skipped, with a line saying why, where no container
+/// engine can be had, except in CI (`CI=true`), where the step must run.
+pub fn sam_local(
+    quick: bool,
+    build_dir: Option<&Path>,
+    project: Option<&Path>,
+) -> Result<Outcome, String> {
+    let build_dir = build_dir.map(|dir| dir.to_string_lossy().into_owned());
+    let mut args = vec!["sam-local"];
+    if quick {
+        args.push("--quick");
+    }
+    if let Some(dir) = &build_dir {
+        args.extend(["--build-dir", dir]);
+    }
+    let mut command = local_stack(&args)?;
+    if let Some(project) = project {
+        command.env(pinned_tools::PROJECT, project);
+    }
+    match run_or_skip(&mut command)? {
+        Some(why) if in_ci() => Err(format!("it must run in CI, but was skipped: {why}")),
+        Some(why) => Ok(Outcome::Skipped(why)),
+        None => Ok(Outcome::Passed),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

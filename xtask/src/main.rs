@@ -113,9 +113,9 @@ fn package_with(name: &str, first: &str, rest: &[String]) -> std::process::Comma
 /// function with `quick`); a line says so where it cannot run here.
 fn sam_local(quick: bool) -> Result<(), String> {
     suite::sam_build_quick()?;
-    match suite::sam_local(quick, None)? {
-        suite::Outcome::Passed => Ok(()),
-        suite::Outcome::Skipped(why) => {
+    match command::sam_local(quick, None, None)? {
+        command::Outcome::Passed => Ok(()),
+        command::Outcome::Skipped(why) => {
             println!("sam local invoke skipped: {why}");
             Ok(())
         }

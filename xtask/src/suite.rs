@@ -2,7 +2,7 @@
 //! and a closing `suite: N passed, N failed, N skipped` line.
 
 use crate::command::{
-    cargo, describe, in_ci, lint_while_building, local_stack, run, run_or_skip, target_dir,
+    Outcome, cargo, describe, lint_while_building, local_stack, run, sam_local, target_dir,
     workspace_binary, workspace_root,
 };
 use crate::{init_check, sam, test_binaries, user_changes};
@@ -10,14 +10,6 @@ use std::fs::File;
 use std::path::Path;
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
-
-/// How a step ended, when it did not fail.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Outcome {
-    Passed,
-    /// It could not run on this machine; why.
-    Skipped(String),
-}
 
 type Step = (&'static str, fn() -> Result<Outcome, String>);
 
@@ -58,7 +50,7 @@ const STEPS: [Step; 10] = [
     // this step proves the SAM CLI's own container path, on that build.
     (
         "sam local invoke of that build, one sample event per function (podman)",
-        || sam_local(true, Some(&user_changes::sam_build_dir())),
+        || sam_local(true, Some(&user_changes::sam_build_dir()), None),
     ),
     (
         "a user's changes: samples removed, by hand and by remove-function",
@@ -166,41 +158,6 @@ fn passed(result: Result<(), String>) -> Result<Outcome, String> {
 /// Lambda link of all of them.
 pub fn sam_build_quick() -> Result<(), String> {
     run(&mut local_stack(&["build"])?)
-}
-
-/// `sam local invoke` of the sample events (one per function with `quick`)
-/// against the build in `build_dir` (the quick build of `sam_build_quick` if
-/// `None`), on podman. Skipped, with a line saying why, where no container
-/// engine can be had, except in CI (`CI=true`), where the step must run.
-pub fn sam_local(quick: bool, build_dir: Option<&Path>) -> Result<Outcome, String> {
-    let build_dir = build_dir.map(|dir| dir.to_string_lossy().into_owned());
-    let mut args = vec!["sam-local"];
-    if quick {
-        args.push("--quick");
-    }
-    if let Some(dir) = &build_dir {
-        args.extend(["--build-dir", dir]);
-    }
-    match run_or_skip(&mut local_stack(&args)?)? {
-        Some(why) if in_ci() => Err(format!("it must run in CI, but was skipped: {why}")),
-        Some(why) => Ok(Outcome::Skipped(why)),
-        None => Ok(Outcome::Passed),
-    }
-}
-
-/// [`sam_local`] (quick) of the project `project` as built in `build_dir`,
-/// skipped only outside CI.
-pub fn sam_local_of(project: &Path, build_dir: &Path) -> Result<(), String> {
-    let dir = build_dir.to_string_lossy();
-    let mut command = local_stack(&["sam-local", "--quick", "--build-dir", &dir])?;
-    match run_or_skip(command.env(pinned_tools::PROJECT, project))? {
-        Some(why) if in_ci() => Err(format!("it must run in CI, but was skipped: {why}")),
-        Some(why) => {
-            println!("sam local invoke skipped: {why}");
-            Ok(())
-        }
-        None => Ok(()),
-    }
 }
 
 /// The whole suite, step by step; stops at the first failure.

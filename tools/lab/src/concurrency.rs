@@ -134,17 +134,11 @@ pub fn measure(probes: &Probes, scale: Scale, tick: &dyn Fn(&str)) -> Result<Con
     let on_demand = Template::load(&workspace_root().join("template.yaml"))?;
     let managed = on_demand.clone().with_parameters(&LOCAL_PARAMETERS)?;
     let mut functions = Vec::new();
-    let offering: Vec<String> = probes
-        .offering(&managed, "concurrency")?
-        .into_iter()
-        .map(|f| f.binary)
-        .collect();
-    for function in plan::functions(&managed)?
-        .into_iter()
-        .filter(|f| offering.contains(&f.binary))
-    {
+    let (managed_functions, on_demand_functions) =
+        (plan::functions(&managed)?, plan::functions(&on_demand)?);
+    for function in probes.offering(&managed_functions, "concurrency") {
         // On Managed Instances only where the template can put it there.
-        let Some(settings) = managed.managed_instances(&function)? else {
+        let Some(settings) = managed.managed_instances(function)? else {
             continue;
         };
         let mut workload = Workload {
@@ -169,7 +163,7 @@ pub fn measure(probes: &Probes, scale: Scale, tick: &dyn Fn(&str)) -> Result<Con
                 probes,
                 cgroup.as_ref(),
                 allocator,
-                &function,
+                function,
                 &extra,
                 Plan::Scaling(scale),
             )?;
@@ -177,12 +171,12 @@ pub fn measure(probes: &Probes, scale: Scale, tick: &dyn Fn(&str)) -> Result<Con
             runs.push(parse_run(allocator, &json)?);
         }
         tick(&format!("one at a time on demand: {}", workload.binary));
-        let function_on_demand = plan::functions(&on_demand)?
-            .into_iter()
+        let function_on_demand = on_demand_functions
+            .iter()
             .find(|f| f.binary == function.binary)
             .ok_or_else(|| format!("{} is not in the template", function.binary))?;
         functions.push(Measured {
-            on_demand: one_at_a_time(probes, &limits, &function_on_demand, scale),
+            on_demand: one_at_a_time(probes, &limits, function_on_demand, scale),
             workload,
             memory_mb: function.memory_mb,
             managed: settings,

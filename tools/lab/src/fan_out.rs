@@ -17,7 +17,7 @@
 
 use super::cold_start::{BUILD_DIRS, bootstrap};
 use super::plan;
-use super::probes::{self, Probes};
+use super::probes::Probes;
 use super::report::FanOut;
 use super::stack::{Tables, logs_dir};
 use local_stack::lambda_api::{LambdaApi, Served};
@@ -98,13 +98,14 @@ pub struct Row {
 /// probe, with its settings as the lab runs it.
 fn fanned_out(template: &Template, probes: &Probes) -> Result<Option<Function>, String> {
     let machines = step_functions::state_machines(template)?;
-    Ok(plan::functions(template)?.into_iter().find(|f| {
+    let functions = plan::functions(template)?;
+    let called = |f: &&Function| {
         let arn = step_functions::function_arn(&f.logical_id);
-        probes.has(&probes::of(&f.binary, "prepare"))
-            && machines
-                .iter()
-                .any(|m| m.definition.to_string().contains(&arn))
-    }))
+        machines
+            .iter()
+            .any(|m| m.definition.to_string().contains(&arn))
+    };
+    Ok(probes.offering(&functions, "prepare").find(called).cloned())
 }
 
 /// Measure every table size, then every day size, or say why not (no such

@@ -234,6 +234,13 @@ pub fn measure(
         }
         let floor = hello_floor(&rie, hello, &spec, starts, &logs)?;
         floors.push(floor);
+        let at = Site {
+            stack: &stack,
+            rie: &rie,
+            bootstrap: &bootstrap,
+            spec: &spec,
+            logs: &logs,
+        };
         for request in requests {
             if let Some(args) = &request.prepare {
                 tick(&format!(
@@ -242,13 +249,6 @@ pub fn measure(
                 ));
                 plan::prepare(probes, &spec, args, &stack.tables.endpoint())?;
             }
-            let at = Site {
-                stack: &stack,
-                rie: &rie,
-                bootstrap: &bootstrap,
-                spec: &spec,
-                logs: &logs,
-            };
             let by_variant = request_starts(&at, &request, &variants, starts, tick)?;
             rows.extend(rows_of(&spec, &request, &variants, by_variant));
         }
@@ -305,10 +305,7 @@ fn request_starts(
             let log = at.logs.join(format!("first-{binary}-{}.log", request.size));
             let env = at.stack.env(variant);
             measured.push(environment(
-                at.stack,
-                at.rie,
-                at.bootstrap,
-                at.spec,
+                at,
                 &env,
                 &log,
                 request,
@@ -445,18 +442,21 @@ impl Stack {
     }
 }
 
-/// One fresh environment: the first invocation, then [`STEADY`] more.
-#[allow(clippy::too_many_arguments)]
+/// One fresh environment at `at`: the first invocation, then [`STEADY`] more.
 fn environment(
-    stack: &Stack,
-    rie: &Path,
-    bootstrap: &Path,
-    spec: &Function,
+    at: &Site,
     env: &[(String, String)],
     log: &Path,
     request: &Request,
     (trace_header, invocations): (Option<&str>, &mut u64),
 ) -> Result<Start, String> {
+    let Site {
+        stack,
+        rie,
+        bootstrap,
+        spec,
+        ..
+    } = *at;
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     let before = stack.handshakes();
     let emulator = Emulator::start(rie, bootstrap, spec, &env, log)?;

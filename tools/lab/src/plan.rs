@@ -9,10 +9,6 @@ use local_stack::elasticmq;
 use local_stack::local_aws::{self, NO_SERVER};
 use local_stack::template::{Function, Template};
 
-/// Steady invocations per memory size of a function planned from its
-/// sample events.
-const SAMPLE_STEADY: usize = 5;
-
 /// The template's functions, each with its settings as the lab runs it: a
 /// queue it names is a URL on a closed local port (a function that sends
 /// there fails at once, and no plan's request does).
@@ -58,11 +54,11 @@ fn from_samples(spec: &Function) -> Result<Plan, String> {
             events: vec![sample.event],
         })
         .collect();
-    let mut power = requests
+    // Its steady invocations are the power tuning's default.
+    let power = requests
         .first()
         .cloned()
         .ok_or_else(|| format!("{}: no plan probe and no sample event", spec.binary))?;
-    power.steady = Some(SAMPLE_STEADY);
     Ok(Plan {
         first_invocation: FirstInvocation {
             measures: Vec::new(),

@@ -7,7 +7,7 @@
 //! them. Built once per allocator, so every allocator runs the same code.
 
 use local_stack::cgroup::Cgroup;
-use local_stack::template::{Function, Template};
+use local_stack::template::Function;
 use local_stack::{tools, workspace_root};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -117,13 +117,16 @@ impl Probes {
         self.names.iter().any(|n| n == name)
     }
 
-    /// The functions of `template`, in its order, that have a probe of `kind`.
-    pub fn offering(&self, template: &Template, kind: &str) -> Result<Vec<Function>, String> {
-        Ok(template
-            .functions()?
-            .into_iter()
-            .filter(|f| self.has(&of(&f.binary, kind)))
-            .collect())
+    /// The functions of `functions`, in their order, that have a probe of `kind`.
+    pub fn offering<'a>(
+        &self,
+        functions: &'a [Function],
+        kind: &str,
+    ) -> impl Iterator<Item = &'a Function> {
+        let kind = kind.to_owned();
+        functions
+            .iter()
+            .filter(move |f| self.has(&of(&f.binary, &kind)))
     }
 
     /// The allocators built.
@@ -172,18 +175,8 @@ impl Probes {
 fn packages() -> Result<Vec<(String, Vec<String>)>, String> {
     let mut metadata = local_stack::cargo();
     metadata.args(["metadata", "--no-deps", "--format-version", "1", "--quiet"]);
-    let output = metadata
-        .output()
-        .map_err(|e| format!("{}: {e}", tools::describe(&metadata)))?;
-    if !output.status.success() {
-        return Err(format!(
-            "{} failed: {}",
-            tools::describe(&metadata),
-            String::from_utf8_lossy(&output.stderr).trim()
-        ));
-    }
-    let json: serde_json::Value =
-        serde_json::from_slice(&output.stdout).map_err(|e| format!("cargo metadata: {e}"))?;
+    let json: serde_json::Value = serde_json::from_str(&stdout(&mut metadata)?)
+        .map_err(|e| format!("cargo metadata: {e}"))?;
     // `functions/<name>/lab/Cargo.toml`
     let is_probes = |package: &serde_json::Value| {
         let manifest = Path::new(package["manifest_path"].as_str().unwrap_or_default());
@@ -229,18 +222,7 @@ fn run_json(
         .envs(env.iter().copied())
         // Quiet, and the same everywhere: the probes log nothing we need.
         .env("RUST_LOG", "off");
-    let output = command
-        .output()
-        .map_err(|e| format!("{}: {e}", tools::describe(&command)))?;
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    if !output.status.success() {
-        return Err(format!(
-            "{} failed ({}): {}",
-            tools::describe(&command),
-            output.status,
-            String::from_utf8_lossy(&output.stderr).trim()
-        ));
-    }
+    let stdout = stdout(&mut command)?;
     let line = stdout.lines().last().unwrap_or_default();
     serde_json::from_str(line).map_err(|e| {
         format!(
@@ -248,6 +230,22 @@ fn run_json(
             tools::describe(&command)
         )
     })
+}
+
+/// What `command` printed, or an error naming it with its status and stderr.
+fn stdout(command: &mut Command) -> Result<String, String> {
+    let output = command
+        .output()
+        .map_err(|e| format!("{}: {e}", tools::describe(command)))?;
+    if !output.status.success() {
+        return Err(format!(
+            "{} failed ({}): {}",
+            tools::describe(command),
+            output.status,
+            String::from_utf8_lossy(&output.stderr).trim()
+        ));
+    }
+    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
 }
 
 /// A copy of the workspace under `target` whose `Cargo.toml` builds mimalloc

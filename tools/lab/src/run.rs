@@ -114,13 +114,8 @@ pub fn allocators(
     };
     let template = Template::load(&workspace_root().join("template.yaml"))?;
     let functions = plan::functions(&template)?;
-    let offering = |kind: &str| {
-        functions
-            .iter()
-            .find(|f| probes.has(&probes::of(&f.binary, kind)))
-    };
     let mut memory = Vec::new();
-    if let Some(function) = offering("memory") {
+    if let Some(function) = probes.offering(&functions, "memory").next() {
         for pattern in memory::patterns(scale) {
             // Throughput is the burst's figure; low traffic is about RSS.
             let trials = if pattern.phases.len() > 1 { 1 } else { trials };
@@ -128,7 +123,7 @@ pub fn allocators(
             memory.push((pattern, runs));
         }
     }
-    let prewarm = match offering("prewarm") {
+    let prewarm = match probes.offering(&functions, "prewarm").next() {
         Some(function) => prewarm::measure(
             probes,
             &probes::of(&function.binary, "prewarm"),
@@ -147,7 +142,8 @@ pub fn bcrypt(
     cores: usize,
 ) -> Result<Result<bcrypt::Bcrypt, String>, String> {
     let template = Template::load(&workspace_root().join("template.yaml"))?;
-    match probes.offering(&template, "bcrypt")?.first() {
+    let functions = plan::functions(&template)?;
+    match probes.offering(&functions, "bcrypt").next() {
         Some(function) => Ok(Ok(bcrypt::measure(
             probes,
             &probes::of(&function.binary, "bcrypt"),

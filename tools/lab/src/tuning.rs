@@ -21,6 +21,9 @@ use std::path::Path;
 
 /// Steady invocations per size where a plan does not say.
 const STEADY: usize = 5;
+/// Events asked of a plan per memory size: the warm-up and up to this many
+/// steady invocations get one each (a plan asking for more sends them in turn).
+const MOST_STEADY: usize = 10;
 
 /// One function's fixed work.
 struct Workload {
@@ -58,8 +61,7 @@ pub fn measure(probes: &Probes, cores: usize, tick: &dyn Fn(&str)) -> Result<Vec
     let tables = Tables::start(&template, &logs.join("power-dynamodb.log"))?;
     let endpoint = tables.endpoint();
     let env = local_aws::function_env(&[("AWS_ENDPOINT_URL_DYNAMODB", &endpoint)]);
-    // Every invocation at every size gets an event of its own.
-    let count = MEMORY_SIZES_MB.len() * (1 + STEADY.max(10));
+    let count = MEMORY_SIZES_MB.len() * (1 + MOST_STEADY);
     let mut workloads = Vec::new();
     for spec in plan::functions(&template)? {
         let request = plan::of(probes, &spec, Scale::Full, count)?.power;
