@@ -15,7 +15,7 @@
 //! first fills the free part of the allocating thread's own 32 MiB segment
 //! with fresh pages: faults drop by half there, and the Arrow worker's first
 //! invocation, spread over several threads, kept 91% of its faults (BENCHMARKS.md
-//! section 3 has both builds). [`start`] refuses it. snmalloc returns memory on its own schedule
+//! section 2 has both builds). [`start`] refuses it. snmalloc returns memory on its own schedule
 //! with no knob: one run kept nearly all pages, another lost a fifth of them.
 //! jemalloc and glibc give each thread its own arena, so pages freed by the
 //! background thread are not reused by the handler's thread at all. [`start`]

@@ -176,6 +176,44 @@ pub fn run_or_skip(command: &mut Command) -> Result<Option<String>, String> {
     }
 }
 
+/// Run `command` as [`run`] does, its standard error passed through; an
+/// error if it fails or if a line of its standard error holds `warning`
+/// (each such line named).
+pub fn run_without_warning(command: &mut Command, warning: &str) -> Result<(), String> {
+    use std::io::BufRead;
+    let mut child = command
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("{}: {e}", describe(command)))?;
+    let mut warned = vec![];
+    if let Some(stderr) = child.stderr.take() {
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            eprintln!("{line}");
+            if line.contains(warning) {
+                warned.push(line);
+            }
+        }
+    }
+    let status = child
+        .wait()
+        .map_err(|e| format!("{}: {e}", describe(command)))?;
+    if !status.success() {
+        return Err(format!("{} failed: {status}", describe(command)));
+    }
+    if warned.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{} warned:\n  {}",
+            describe(command),
+            warned.join("\n  ")
+        ))
+    }
+}
+
 /// Bring `Cargo.lock` of the project at `root` in line with its members (a
 /// function added or removed), changing nothing else: `cargo update
 /// --workspace` updates only the workspace's own packages, offline.

@@ -59,18 +59,15 @@ pub fn from_zip() -> Result<(), String> {
 
 /// The names of the packages of the workspace in `dir`.
 pub fn workspace_members(dir: &std::path::Path) -> Result<Vec<String>, String> {
-    let mut command = cargo();
-    command
-        .current_dir(dir)
-        .args(["metadata", "--no-deps", "--format-version", "1"]);
-    let output = command
-        .output()
-        .map_err(|e| format!("{}: {e}", describe(&command)))?;
-    if !output.status.success() {
-        return Err(format!("{} failed: {}", describe(&command), output.status));
-    }
-    let metadata: serde_json::Value =
-        serde_json::from_slice(&output.stdout).map_err(|e| format!("cargo metadata: {e}"))?;
+    package_names(&workspace_metadata(dir)?, dir)
+}
+
+/// The names of the packages `metadata` (of the workspace in `dir`) lists;
+/// an error if none.
+pub fn package_names(
+    metadata: &serde_json::Value,
+    dir: &std::path::Path,
+) -> Result<Vec<String>, String> {
     let names: Vec<String> = metadata["packages"]
         .as_array()
         .into_iter()
@@ -84,6 +81,32 @@ pub fn workspace_members(dir: &std::path::Path) -> Result<Vec<String>, String> {
         ));
     }
     Ok(names)
+}
+
+/// `cargo metadata --no-deps` of the workspace in `dir`: its own packages.
+pub fn workspace_metadata(dir: &std::path::Path) -> Result<serde_json::Value, String> {
+    metadata(dir, &["--no-deps"])
+}
+
+/// `cargo metadata` of the workspace in `dir` with `flags`.
+pub fn metadata(dir: &std::path::Path, flags: &[&str]) -> Result<serde_json::Value, String> {
+    let mut command = cargo();
+    command
+        .current_dir(dir)
+        .args(["metadata", "--format-version", "1"])
+        .args(flags);
+    let output = command
+        .output()
+        .map_err(|e| format!("{}: {e}", describe(&command)))?;
+    if !output.status.success() {
+        return Err(format!(
+            "{} failed ({}): {}",
+            describe(&command),
+            output.status,
+            String::from_utf8_lossy(&output.stderr).trim()
+        ));
+    }
+    serde_json::from_slice(&output.stdout).map_err(|e| format!("cargo metadata: {e}"))
 }
 
 /// `sam init --location git+file://<this repository>`, as a user starts a

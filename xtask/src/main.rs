@@ -29,13 +29,16 @@
 //!   its function, role, log group, alarm and output in `template.yaml`, a
 //!   sample event in `events/NAME/` (see `new_function.rs`)
 //! - `remove-function NAME`  the inverse: the crate, its events, and in
-//!   `template.yaml` the function and what is its alone; refuses a function
-//!   another resource calls or another crate depends on (`remove_function.rs`)
+//!   `template.yaml` the function and what is its alone, then the root
+//!   `Cargo.toml`'s profile entries of crates gone (`profiles.rs`); refuses a
+//!   function another resource calls or another crate depends on
+//!   (`remove_function.rs`)
 //!
 //! - `user-changes`  the suite's steps that make a user's changes in a scratch
-//!   copy (`target/user-changes/`): a new function, the hasher on the
-//!   `bcrypt` crate, an allocator without its feature, one allocator per
-//!   function (see `user_changes.rs`)
+//!   copy (`target/user-changes/`): a new function, the default features
+//!   functions declare for it (the hasher on the `bcrypt` crate), an
+//!   allocator without its feature, one allocator per function, the samples
+//!   removed (see `user_changes.rs`)
 //!
 //! The arguments are parsed in `cli.rs`, whose test parses every `cargo
 //! xtask` command the docs show. It holds the suite's steps and the commands that edit a project (new-function, remove-function); the local stack (`tools/local-stack/`) and the lab
@@ -47,6 +50,7 @@ mod cli;
 mod command;
 mod init_check;
 mod new_function;
+mod profiles;
 mod remove_function;
 mod scaffold;
 mod suite;

@@ -7,15 +7,21 @@
 //! used and others may still use (a table, a queue, a parameter) stays, and
 //! is listed.
 //!
+//! Then, from the root `Cargo.toml`, the profile entries of crates the
+//! project no longer has (`profiles.rs`), which cargo would warn about on
+//! every command. `functions/README.md` stays: it keeps the workspace loading
+//! once no function is left.
+//!
 //! Everything is checked before anything is written. It refuses a function
 //! that another resource still calls (the state machine calls the Arrow
 //! worker), naming each reference, and a crate that another member of the
 //! workspace depends on (which would then fail to load).
 
 use crate::command::update_workspace_lock;
-use crate::template_text::{Entry, entries, indent};
+use crate::profiles;
+use crate::template_text::{Entry, entries, indent, without};
 use std::collections::BTreeSet;
-use std::path::Path;
+use std::path::{Component, Path};
 
 /// What a removal did and left.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -32,10 +38,15 @@ pub struct Removal {
 }
 
 /// Remove function `name` from the project at `root`; what it removed and
-/// kept, for the user.
+/// kept, for the user. Then the root `Cargo.toml`'s profile entries of the
+/// crates that went with it ([`profiles::prune`]).
 pub fn remove(root: &Path, name: &str) -> Result<String, String> {
     let crate_dir = root.join("functions").join(name);
-    if !crate_dir.join("Cargo.toml").is_file() {
+    // One folder of `functions/` (not `..`, not a path), holding a crate:
+    // never its README.
+    let components: Vec<Component> = Path::new(name).components().collect();
+    let one_folder = matches!(components[..], [Component::Normal(_)]);
+    if !one_folder || !crate_dir.join("Cargo.toml").is_file() {
         return Err(format!(
             "functions/{name}/Cargo.toml does not exist: no function crate `{name}`"
         ));
@@ -62,7 +73,10 @@ pub fn remove(root: &Path, name: &str) -> Result<String, String> {
         }
     }
     update_workspace_lock(root)?;
-    Ok(report(name, &removal))
+    let pruned = profiles::prune(root).map_err(|e| {
+        format!("`{name}` removed, but Cargo.toml's profiles could not be pruned: {e}")
+    })?;
+    Ok(report(name, &removal) + &profiles::report(&pruned))
 }
 
 /// The lines telling the user what [`remove`] did.
@@ -338,26 +352,6 @@ fn block_with_comments(lines: &[&str], entry: &Entry) -> Vec<usize> {
     block
 }
 
-/// `template` without the lines `drop`, in its own line ends.
-fn without(template: &str, lines: &[&str], drop: &BTreeSet<usize>) -> String {
-    let newline = if template.contains("\r\n") {
-        "\r\n"
-    } else {
-        "\n"
-    };
-    let kept: Vec<&str> = lines
-        .iter()
-        .enumerate()
-        .filter(|(n, _)| !drop.contains(n))
-        .map(|(_, l)| *l)
-        .collect();
-    let mut text = kept.join(newline);
-    if template.ends_with('\n') {
-        text.push_str(newline);
-    }
-    text
-}
-
 /// The workspace manifests (outside the function's own folder, which goes
 /// with it) that name the crate `name` or a path into its folder: they would
 /// fail to load without it.
@@ -415,121 +409,127 @@ mod tests {
         std::fs::read_to_string(&path).expect("the shipped template.yaml")
     }
 
-    #[test]
-    fn the_hasher_goes_with_its_role_log_group_alarm_url_and_outputs() {
-        let template = shipped();
-        let removal = from_template(&template, "password-hasher").expect("removed");
-        assert_eq!(
-            removal.removed,
-            [
-                "PasswordHasherErrorsAlarm",
-                "PasswordHasherLogGroup",
-                "PasswordHasherRole",
-                "PasswordHasherFunction",
-                "PasswordHasherFunctionName",
-                "PasswordHasherUrl",
-            ]
-        );
-        assert_eq!(
-            removal.unlisted,
-            [(
-                "TracingPolicy".to_owned(),
-                "- !Ref PasswordHasherRole".to_owned()
-            )]
-        );
-        assert!(!removal.template.contains("PasswordHasher"));
-        assert!(!removal.template.contains("password-hasher"));
-        // The other functions and their resources are untouched.
-        for kept in [
-            "OrderProcessorFunction",
-            "ArrowWorkerRole",
-            "- !Ref OrderProcessorRole",
-        ] {
-            assert!(removal.template.contains(kept), "{kept}");
+    /// The shipped template's functions, each with its resources' prefix
+    /// (`password-hasher`: `PasswordHasher`).
+    fn shipped_functions() -> Vec<(String, String)> {
+        let binaries = crate::template_text::function_binaries(&shipped()).expect("functions");
+        assert!(!binaries.is_empty(), "the shipped template has functions");
+        binaries
+            .into_iter()
+            .map(|binary| {
+                let prefix = binary
+                    .split('-')
+                    .map(|word| {
+                        let mut chars = word.chars();
+                        chars.next().map_or_else(String::new, |first| {
+                            first.to_uppercase().chain(chars).collect()
+                        })
+                    })
+                    .collect();
+                (binary, prefix)
+            })
+            .collect()
+    }
+
+    /// What every removal must leave: no trace of the function, no doubled
+    /// blank line, what it named and stays said, and the other functions.
+    fn assert_clean(binary: &str, prefix: &str, removal: &Removal) {
+        for id in [format!("{prefix}Function"), format!("{prefix}Role")] {
+            assert!(removal.removed.contains(&id), "{binary}: {id} not removed");
         }
+        assert!(
+            !removal.template.contains(prefix),
+            "{binary}: {prefix} left"
+        );
+        assert!(
+            !removal.template.contains(&format!("Binary: {binary}")),
+            "{binary}"
+        );
         assert!(
             !removal.template.contains("\n\n\n"),
-            "no doubled blank lines"
+            "{binary}: doubled blank lines"
         );
-        // It was the only user of nothing: what it named stays, still used.
-        for (id, users) in &removal.kept {
-            assert!(!users.is_empty(), "{id} kept with no user");
-        }
-    }
-
-    #[test]
-    fn the_order_processor_goes_and_its_queue_is_listed_as_kept() {
-        let removal = from_template(&shipped(), "order-processor").expect("removed");
-        assert!(
-            removal
-                .removed
-                .contains(&"OrderProcessorFunction".to_owned())
-        );
-        assert!(removal.removed.contains(&"OrderProcessorRole".to_owned()));
-        assert!(!removal.template.contains("OrderProcessor"));
-        let kept: Vec<&str> = removal.kept.iter().map(|(id, _)| id.as_str()).collect();
-        for id in ["OrdersTable", "OrdersQueue", "OrdersDeadLetterQueue"] {
-            assert!(kept.contains(&id), "{id} not listed as kept: {kept:?}");
-        }
-        let report = report("order-processor", &removal);
-        assert!(
-            report.contains("kept OrdersTable: still used by"),
-            "{report}"
-        );
-    }
-
-    #[test]
-    fn by_hand_the_state_machine_that_calls_a_function_goes_with_it() {
-        let removal = with_callers(&shipped(), "arrow-worker").expect("removed");
-        for id in [
-            "ArrowWorkerFunction",
-            "ArrowWorkerRole",
-            "OrdersReportStateMachine",
-            "OrdersReportStateMachineRole",
-            "ReportStateMachineFailedAlarm",
-            "OrdersReportStateMachineArn",
-        ] {
+        // What it named and stays is in the template still, and said.
+        let said = report(binary, removal);
+        for (id, _) in &removal.kept {
             assert!(
-                removal.removed.contains(&id.to_owned()),
-                "{id}: {removal:?}"
+                removal.template.contains(&format!("{id}:")),
+                "{binary}: {id}"
             );
+            assert!(said.contains(id.as_str()), "{binary}: {id} not said");
         }
-        assert!(!removal.template.contains("ArrowWorker"));
-        assert!(!removal.template.contains("OrdersReportStateMachine"));
-        // What others use stays: the other functions, the tables, the bucket.
-        for kept in [
-            "OrderProcessorFunction",
-            "PasswordHasherFunction",
-            "ReportsTable:",
-            "AnalyticsBucket:",
-        ] {
-            assert!(removal.template.contains(kept), "{kept}");
+        // The other functions stay.
+        for (other, other_prefix) in shipped_functions() {
+            if other != binary && !removal.removed.contains(&format!("{other_prefix}Function")) {
+                assert!(
+                    removal
+                        .template
+                        .contains(&format!("{other_prefix}Function:")),
+                    "{binary}: {other} went too"
+                );
+            }
         }
-        // Nothing the template keeps names what went.
-        let gone = from_template(&removal.template, "arrow-worker").expect_err("gone");
-        assert!(gone.contains("no function built from"), "{gone}");
-        // A function nothing calls goes alike either way.
-        assert_eq!(
-            with_callers(&shipped(), "password-hasher"),
-            from_template(&shipped(), "password-hasher")
-        );
     }
 
+    /// Each function of the shipped template goes with every resource of its
+    /// own (named after it: role, log group, alarms, URL, outputs) and is
+    /// taken out of the lists it was in; or, where another resource calls
+    /// it, is refused naming each reference, and goes with its callers by
+    /// hand ([`with_callers`]).
     #[test]
-    fn a_function_another_resource_calls_is_refused_with_each_reference() {
-        let refused = from_template(&shipped(), "arrow-worker").expect_err("refused");
-        assert!(
-            refused.contains("ArrowWorkerFunction is still called"),
-            "{refused}"
-        );
-        assert!(
-            refused.contains("OrdersReportStateMachineRole names it"),
-            "{refused}"
-        );
-        assert!(
-            refused.contains("OrdersReportStateMachine names it"),
-            "{refused}"
-        );
+    fn each_shipped_function_goes_with_what_is_its_own_or_is_refused_naming_its_callers() {
+        let template = shipped();
+        for (binary, prefix) in shipped_functions() {
+            let own: Vec<&str> = template
+                .lines()
+                .filter_map(crate::template_text::entry_key)
+                .filter(|key| key.starts_with(&prefix))
+                .collect();
+            match from_template(&template, &binary) {
+                Ok(removal) => {
+                    assert_clean(&binary, &prefix, &removal);
+                    for id in &own {
+                        assert!(
+                            removal.removed.iter().any(|r| r == id),
+                            "{binary}: {id} kept"
+                        );
+                    }
+                    assert_eq!(with_callers(&template, &binary), Ok(removal), "{binary}");
+                }
+                Err(refused) => {
+                    let function = format!("{prefix}Function is still called");
+                    assert!(refused.contains(&function), "{binary}: {refused}");
+                    let removal = with_callers(&template, &binary).expect("with its callers");
+                    assert_clean(&binary, &prefix, &removal);
+                    // Each resource the refusal named went with it.
+                    for line in refused.lines().skip(1) {
+                        let caller = line.split(": ").nth(1).and_then(|c| c.split(' ').next());
+                        let caller = caller.expect("a caller per line");
+                        assert!(
+                            removal.removed.iter().any(|r| r == caller),
+                            "{binary}: {caller} stayed"
+                        );
+                    }
+                    let gone = from_template(&removal.template, &binary).expect_err("gone");
+                    assert!(gone.contains("no function built from"), "{gone}");
+                }
+            }
+        }
+    }
+
+    /// A resource that another function still uses stays, listed as kept
+    /// with who uses it: one function of the shipped template shares one.
+    #[test]
+    fn what_another_function_uses_is_kept_and_said() {
+        let template = shipped();
+        let shared = shipped_functions().into_iter().find_map(|(binary, _)| {
+            let removal = from_template(&template, &binary).ok()?;
+            let kept = removal.kept.iter().find(|(_, users)| !users.is_empty())?;
+            let line = format!("kept {}: still used by", kept.0);
+            Some((report(&binary, &removal), line))
+        });
+        let (report, line) = shared.expect("a function sharing a resource");
+        assert!(report.contains(&line), "{report}");
     }
 
     /// `remove-function` undoes `new-function` in the template, line for line.
@@ -561,14 +561,84 @@ mod tests {
         assert!(refused.contains("no function built from `no-such-function`"));
     }
 
+    /// The root manifest's `members` and `default-members` lines, with only
+    /// their entries under `functions/`.
+    fn function_members(manifest: &str) -> String {
+        let lines = manifest.lines().filter_map(|line| {
+            let (key, list) = line.split_once(" = [")?;
+            let kept: Vec<&str> = list
+                .trim_end_matches(']')
+                .split(',')
+                .map(str::trim)
+                .filter(|member| member.starts_with("\"functions/"))
+                .collect();
+            ["members", "default-members"]
+                .contains(&key)
+                .then(|| format!("{key} = [{}]\n", kept.join(", ")))
+        });
+        lines.collect()
+    }
+
+    /// What `remove-function` leaves of `functions/` once every function is
+    /// removed (its files: the README) keeps the workspace loading: cargo
+    /// reads the root manifest's `functions/*` as a path when it matches
+    /// nothing. The README is no function to remove.
+    #[test]
+    fn with_every_function_removed_the_workspace_still_loads() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let members =
+            function_members(&std::fs::read_to_string(root.join("Cargo.toml")).expect("root"));
+        assert!(members.contains("\"functions/*\""), "{members}");
+        let scratch =
+            std::env::temp_dir().join(format!("remove-every-function-{}", std::process::id()));
+        let functions = scratch.join("functions");
+        std::fs::create_dir_all(&functions).expect("scratch");
+        std::fs::write(
+            scratch.join("Cargo.toml"),
+            format!("[workspace]\nresolver = \"3\"\n{members}"),
+        )
+        .expect("manifest");
+        for entry in std::fs::read_dir(root.join("functions"))
+            .expect("functions/")
+            .flatten()
+        {
+            if entry.path().is_file() {
+                std::fs::copy(entry.path(), functions.join(entry.file_name())).expect("copy");
+            }
+        }
+        let refused = [remove(&scratch, "README.md"), remove(&scratch, "..")];
+        let loaded = pinned_tools::cargo()
+            .current_dir(&scratch)
+            .args([
+                "metadata",
+                "--no-deps",
+                "--format-version",
+                "1",
+                "--offline",
+            ])
+            .output()
+            .expect("cargo metadata");
+        let readme_kept = functions.join("README.md").is_file();
+        let _ = std::fs::remove_dir_all(&scratch);
+        assert!(
+            loaded.status.success(),
+            "{}",
+            String::from_utf8_lossy(&loaded.stderr)
+        );
+        for refusal in refused {
+            assert!(refusal.expect_err("refused").contains("no function crate"));
+        }
+        assert!(readme_kept);
+    }
+
     #[test]
     fn a_crate_other_members_depend_on_is_named() {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
         // As shipped, only a function's own folder depends on it (its test,
         // lab and fuzz crates go with it).
-        for sample in ["password-hasher", "order-processor", "arrow-worker"] {
-            let found = dependents(&root, sample).expect("manifests read");
-            assert!(found.is_empty(), "{sample}: {found:?}");
+        for (function, _) in shipped_functions() {
+            let found = dependents(&root, &function).expect("manifests read");
+            assert!(found.is_empty(), "{function}: {found:?}");
         }
         // A tool that names one, by a path into its folder or by name, is found.
         let scratch = std::env::temp_dir().join(format!("remove-function-{}", std::process::id()));

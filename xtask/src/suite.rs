@@ -34,7 +34,7 @@ const STEPS: [Step; 10] = [
         passed(run(&mut sam(&["validate", "--lint"])?))
     }),
     (
-        "a user's changes: a new function, the hasher on the bcrypt crate",
+        "a user's changes: a new function, the functions' declared features",
         || passed(user_changes::new_function()),
     ),
     (
@@ -91,7 +91,7 @@ fn install_alongside_build() -> Result<(), String> {
 /// step leaves ([`pinned_tools::zig_cxx_warm_up`], at the lowest priority:
 /// the tests wait on servers and on functions held to their CPU share, and
 /// left 20% of 2 cores idle), so that the user's-changes `sam build` links
-/// the hasher on snmalloc in seconds, not a minute and a half, on a machine
+/// a function on snmalloc in seconds, not a minute and a half, on a machine
 /// that never ran zig. Waited for after the step; its output goes to a log,
 /// shown if it fails.
 fn while_warming_zig(step: fn() -> Result<(), String>) -> Result<(), String> {

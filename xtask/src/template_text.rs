@@ -1,6 +1,9 @@
 //! `template.yaml` read as text, as `new-function` and `remove-function` edit
-//! it: every line they do not add or remove stays as the user wrote it
-//! (comments, order, quoting), which a YAML round trip would not keep.
+//! it (and `remove-function` the root `Cargo.toml`'s profiles): every line
+//! they do not add or remove stays as the user wrote it (comments, order,
+//! quoting), which a YAML or TOML round trip would not keep.
+
+use std::collections::BTreeSet;
 
 /// One `  Key:` entry of a top-level section, with the lines under it.
 #[derive(Clone, Copy)]
@@ -66,4 +69,42 @@ pub fn entry_key(line: &str) -> Option<&str> {
 
 pub fn indent(line: &str) -> usize {
     line.len() - line.trim_start_matches(' ').len()
+}
+
+/// The binaries of the template's functions (each one's `Binary`, the crate
+/// `functions/<binary>/`), in the template's order: the order `sam build`
+/// builds them in.
+pub fn function_binaries(template: &str) -> Result<Vec<String>, String> {
+    let lines: Vec<&str> = template.lines().collect();
+    let resources = entries(&lines, "Resources")
+        .ok_or("template.yaml has no top-level `Resources:` section")?;
+    resources
+        .iter()
+        .filter(|e| e.kind == Some("AWS::Serverless::Function"))
+        .map(|e| {
+            lines[e.start..e.end]
+                .iter()
+                .find_map(|l| l.trim().strip_prefix("Binary:"))
+                .map(|binary| binary.split(" #").next().unwrap_or(binary))
+                .map(|binary| binary.trim().trim_matches('"').to_owned())
+                .ok_or_else(|| format!("template.yaml: {} names no `Binary`", e.key))
+        })
+        .collect()
+}
+
+/// `text` without the lines `drop` (indices into `lines`, its lines), in its
+/// own line ends.
+pub fn without(text: &str, lines: &[&str], drop: &BTreeSet<usize>) -> String {
+    let newline = if text.contains("\r\n") { "\r\n" } else { "\n" };
+    let kept: Vec<&str> = lines
+        .iter()
+        .enumerate()
+        .filter(|(n, _)| !drop.contains(n))
+        .map(|(_, l)| *l)
+        .collect();
+    let mut out = kept.join(newline);
+    if text.ends_with('\n') {
+        out.push_str(newline);
+    }
+    out
 }

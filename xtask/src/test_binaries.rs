@@ -196,18 +196,30 @@ mod tests {
 
     #[test]
     fn a_file_that_asks_to_run_alone_does() {
-        let root = crate::command::workspace_root();
-        let binary = |name: &str, dir: &str| TestBinary {
+        let root = std::env::temp_dir().join(format!("run-alone-{}", std::process::id()));
+        let tests = root.join("tests");
+        std::fs::create_dir_all(&tests).expect("scratch");
+        let file = |name: &str, docs: &str| {
+            std::fs::write(tests.join(format!("{name}.rs")), docs).expect("test file");
+        };
+        file(
+            "slow",
+            &format!("{RUN_ALONE} a server beside it is too slow.\n"),
+        );
+        file("quick", "//! Runs beside others.\n");
+        let binary = |name: &str| TestBinary {
             name: name.into(),
-            dir: root.join(dir),
+            dir: root.clone(),
             executable: "/x".into(),
         };
-        assert!(runs_alone(&binary(
-            "arrow-worker fan_out",
-            "functions/arrow-worker"
-        )));
-        assert!(!runs_alone(&binary("e2e emulator", "tests")));
-        assert!(!runs_alone(&binary("shared", "shared")));
+        let (slow, quick, lib) = (
+            runs_alone(&binary("f slow")),
+            runs_alone(&binary("f quick")),
+            runs_alone(&binary("f")),
+        );
+        let _ = std::fs::remove_dir_all(&root);
+        assert!(slow);
+        assert!(!quick && !lib);
     }
 
     #[test]

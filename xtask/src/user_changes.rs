@@ -1,9 +1,13 @@
 //! A user's changes, made the way the README tells a user to make them, in a
 //! scratch copy of the project (`target/user-changes/`), then checked there
 //! as the project checks itself: a new function (`cargo xtask
-//! new-function`), the password hasher computing with the `bcrypt` crate (its
-//! feature `bcrypt-crate`), the error a user meets when an allocator's
-//! feature is missing, and each function on another allocator.
+//! new-function`), the default features a function declares for the copy (the
+//! password hasher: computing with the `bcrypt` crate, its feature
+//! `bcrypt-crate`; [`declared_features`]), the error a user meets when an
+//! allocator's feature is missing, each function on another allocator, and
+//! the samples removed. It knows the functions through the copy's template
+//! and their folders only, so it runs as well in a project whose user
+//! removed some.
 //!
 //! The copy builds into this workspace's `target/`, so only its own crates
 //! are compiled again. Cargo names a workspace crate's artifacts after its
@@ -12,8 +16,12 @@
 //! a profile setting of no consequence (255 codegen units instead of 256),
 //! which gives them names of their own (`init_check.rs` does the same).
 
-use crate::command::{Outcome, cargo, describe, local_stack, run, sam_local, workspace_root};
-use crate::{init_check, new_function, remove_function, sam, scaffold};
+use crate::command::{
+    Outcome, cargo, describe, local_stack, run, run_without_warning, sam_local, workspace_binary,
+    workspace_root,
+};
+use crate::template_text::function_binaries;
+use crate::{init_check, new_function, profiles, remove_function, sam, scaffold};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -21,36 +29,59 @@ use std::process::Command;
 const COPY: &str = "target/user-changes";
 /// The function `new-function` adds to the copy.
 const NEW_FUNCTION: &str = "greeter";
-/// The function whose `bcrypt-crate` feature the copy turns on.
-const HASHER: &str = "password-hasher";
 /// Where `sam build` builds the copy's functions, inside the copy.
 const BUILD_DIR: &str = "target/sam-build-quick";
-/// One allocator per function, as each function's README tells how: the
-/// type `main.rs` declares and `shared`'s feature in its `Cargo.toml`
-/// (`System` needs none). Only `sam build` builds the functions so: no build
-/// for the host (the copy's tests, this workspace's) compiles jemalloc, whose
-/// C build is the longest of any crate here. The first function `sam build`
-/// builds takes it, so that it compiles beside the SDK's crates.
-const MIX: [(&str, &str, Option<&str>); 4] = [
-    ("order-processor", "Jemalloc", Some("jemalloc")),
-    ("password-hasher", "Snmalloc", Some("snmalloc")),
-    ("arrow-worker", "Mimalloc", Some("mimalloc")),
-    (NEW_FUNCTION, "System", None),
+/// An allocator as a function declares it, as each function's README tells
+/// how: the type `main.rs` names and `shared`'s feature in its `Cargo.toml`
+/// (`System` needs none).
+type Allocator = (&'static str, Option<&'static str>);
+
+const JEMALLOC: Allocator = ("Jemalloc", Some("jemalloc"));
+const SYSTEM: Allocator = ("System", None);
+/// What the functions after the first take, in turn.
+const IN_TURN: [Allocator; 3] = [
+    ("Snmalloc", Some("snmalloc")),
+    ("Mimalloc", Some("mimalloc")),
+    SYSTEM,
 ];
 
-/// A fresh copy in which the hasher computes with the `bcrypt` crate and
-/// `new-function` added a function: the new function's format, lints (checked
-/// as it builds, as every build of the suite and of `cargo xtask
-/// user-changes`: [`lint_while_building`](crate::command::lint_while_building))
-/// and unit tests pass, and so do the copy's other unit tests, every test file
-/// of the hasher (on the `bcrypt` crate) and the copy's tidy and template
-/// hygiene tests.
+/// The allocator of each of `functions` (in the template's order, the order
+/// `sam build` builds them in) in the copy. Only `sam build` builds the
+/// functions so: no build for the host (the copy's tests, this workspace's)
+/// compiles jemalloc, whose C build is the longest of any crate here. The
+/// first function `sam build` builds takes it, so that it compiles beside the
+/// SDK's crates, and no other; the new function takes `System`; the others
+/// snmalloc, mimalloc and `System` in turn. With four functions or more,
+/// every allocator is built and run.
+fn allocator_mix(functions: &[String]) -> Vec<(&str, Allocator)> {
+    let mut others = 0;
+    functions
+        .iter()
+        .map(|function| {
+            let allocator = match function.as_str() {
+                NEW_FUNCTION => SYSTEM,
+                _ if others == 0 => JEMALLOC,
+                _ => IN_TURN[(others - 1) % IN_TURN.len()],
+            };
+            others += usize::from(function != NEW_FUNCTION);
+            (function.as_str(), allocator)
+        })
+        .collect()
+}
+
+/// A fresh copy in which every function that declares default features for
+/// it ([`declared_features`]) has them, and `new-function` added a function:
+/// the new function's format, lints (checked as it builds, as every build of
+/// the suite and of `cargo xtask user-changes`:
+/// [`lint_while_building`](crate::command::lint_while_building)) and unit
+/// tests pass, and so do the copy's other unit tests, the test files of the
+/// functions with declared features (built with them) and the copy's tidy and
+/// template hygiene tests.
 pub fn new_function() -> Result<(), String> {
     let copy = fresh_copy()?;
-    set_default_features(
-        &copy.join("functions").join(HASHER),
-        &["traces", "bcrypt-crate"],
-    )?;
+    for declared in declared_features(&copy)? {
+        set_default_features(&declared.dir, &declared.features)?;
+    }
     new_function::create(&copy, NEW_FUNCTION)?;
     distinct_artifact_names(&copy)?;
     run(&mut in_copy(&copy, &["fmt", "--all", "--check"]))?;
@@ -58,18 +89,22 @@ pub fn new_function() -> Result<(), String> {
 }
 
 /// `cargo test` in the copy of [`new_function`]: every member's unit tests,
-/// the new function's binary's, every test file of the hasher, tidy and
-/// template hygiene. Lints are checked as this builds
-/// (`lint_while_building`), the new function's binary too: no `cargo clippy`
-/// and its check build of every dependency. With the whole workspace
-/// selected, cargo resolves features as for this workspace's tests (the
-/// copy's members are the same, and greeter asks for nothing new), so the copy
-/// compiles its own crates only: selecting just the new function and `e2e`
-/// resolved tokio without the `test-util` the local stack's tests add, and
-/// rebuilt the AWS SDK, hyper and rustls with it (3.5 minutes here).
+/// the new function's binary's, the test files of every function with
+/// declared features ([`test_files`]), tidy and template hygiene. Lints are
+/// checked as this builds (`lint_while_building`), the new function's binary
+/// too: no `cargo clippy` and its check build of every dependency. With the
+/// whole workspace selected, cargo resolves features as for this workspace's
+/// tests (the copy's members are the same, and greeter asks for nothing new),
+/// so the copy compiles its own crates only: selecting just the new function
+/// and `e2e` resolved tokio without the `test-util` the local stack's tests
+/// add, and rebuilt the AWS SDK, hyper and rustls with it (3.5 minutes here).
 fn copy_tests(copy: &Path) -> Result<Command, String> {
     let mut tests = vec!["tidy".to_owned(), "template_hygiene".to_owned()];
-    tests.extend(test_files(&copy.join("functions").join(HASHER))?);
+    for declared in declared_features(copy)? {
+        tests.extend(test_files(&declared.dir)?);
+    }
+    tests.sort();
+    tests.dedup();
     let mut args = vec!["test", "--workspace", "--lib", "--bin", NEW_FUNCTION];
     for test in &tests {
         args.extend(["--test", test.as_str()]);
@@ -81,6 +116,61 @@ fn copy_tests(copy: &Path) -> Result<Command, String> {
 /// invoke` step runs them).
 pub fn sam_build_dir() -> PathBuf {
     workspace_root().join(COPY).join(BUILD_DIR)
+}
+
+/// Default features a function declares for the copy, in its `Cargo.toml`:
+///
+/// ```toml
+/// [package.metadata.user-changes]
+/// default-features = ["traces", "bcrypt-crate"]
+/// ```
+///
+/// The copy builds it with those (the step after builds it so with `sam
+/// build`) and runs its test files ([`test_files`]) on them: the password
+/// hasher computes with the `bcrypt` crate there, not its own EksBlowfish.
+struct Declared {
+    /// The function's folder.
+    dir: PathBuf,
+    /// Its default features in the copy.
+    features: Vec<String>,
+}
+
+/// The functions of the project at `root` (the packages of its
+/// `functions/<name>/` folders) that declare default features for the copy,
+/// from `cargo metadata` (a package's `metadata` table).
+fn declared_features(root: &Path) -> Result<Vec<Declared>, String> {
+    let metadata = init_check::workspace_metadata(root)?;
+    let functions =
+        Path::new(metadata["workspace_root"].as_str().unwrap_or_default()).join("functions");
+    let mut declared = vec![];
+    for package in metadata["packages"].as_array().into_iter().flatten() {
+        let manifest = Path::new(package["manifest_path"].as_str().unwrap_or_default());
+        let Some(dir) = manifest
+            .parent()
+            .filter(|dir| dir.parent() == Some(&functions))
+        else {
+            continue;
+        };
+        let list = &package["metadata"]["user-changes"]["default-features"];
+        if list.is_null() {
+            continue;
+        }
+        let features: Option<Vec<String>> = list
+            .as_array()
+            .map(|list| list.iter().map(|f| f.as_str().map(str::to_owned)).collect())
+            .unwrap_or_default();
+        let features = features.ok_or_else(|| {
+            format!(
+                "{}: `[package.metadata.user-changes] default-features` is not a list of feature names",
+                manifest.display()
+            )
+        })?;
+        declared.push(Declared {
+            dir: dir.to_owned(),
+            features,
+        });
+    }
+    Ok(declared)
 }
 
 /// The names of the test files in `crate_dir/tests/` (cargo's names of its
@@ -114,19 +204,21 @@ fn uses_the_harness(text: &str) -> bool {
 }
 
 /// In the copy of [`new_function`], every function on the allocator of
-/// [`MIX`], the new one without the tracing exporter: `sam build` of the mix,
-/// then every sample event answered by the sam-built functions under the
-/// emulator (the hasher's with the `bcrypt` crate), each served by its
-/// allocator, the new one saying it has no tracing built in. The tests are
-/// this workspace's own builds, run on the copy (`E2E_PROJECT`): built in the
-/// copy, they would compile jemalloc for the host.
+/// [`allocator_mix`], the new one without the tracing exporter: `sam build`
+/// of the mix, then every sample event answered by the sam-built functions
+/// under the emulator (with the default features they declared for the
+/// copy), each served by its allocator, the new one saying it has no tracing
+/// built in. The tests are this workspace's own builds, run on the copy
+/// (`E2E_PROJECT`): built in the copy, they would compile jemalloc for the
+/// host.
 pub fn mixed_allocators() -> Result<(), String> {
     let copy = existing_copy()?;
-    for (function, kind, feature) in MIX {
-        switch_allocator(&copy.join("functions").join(function), kind, feature)?;
+    let template = copy.join("template.yaml");
+    let functions = function_binaries(&read(&template)?)?;
+    for (function, allocator) in allocator_mix(&functions) {
+        switch_allocator(&copy.join("functions").join(function), allocator)?;
     }
     set_default_features(&copy.join("functions").join(NEW_FUNCTION), &[])?;
-    let template = copy.join("template.yaml");
     let built = sam_build_dir();
     run(sam(&[
         "build",
@@ -151,12 +243,13 @@ pub fn mixed_allocators() -> Result<(), String> {
 }
 
 /// In the copy of [`mixed_allocators`], the samples removed as a user removes
-/// them: first one by hand, as the README says (its folders deleted and,
-/// from `template.yaml`, its resources and those of what calls it:
-/// [`remove_function::with_callers`]); it is the one a state machine calls,
-/// which `remove-function` refuses, if there is one. Then every other but the
-/// new function with `remove-function`. After each, what is left works:
-/// [`what_is_left_works`].
+/// them: first one by hand, as the README says (its folders deleted; from
+/// `template.yaml`, its resources and those of what calls it:
+/// [`remove_function::with_callers`]; from `Cargo.toml`, the profile lines
+/// cargo warns about: [`profiles::prune`]); it is the one a state machine
+/// calls, which `remove-function` refuses, if there is one. Then every other
+/// but the new function with `remove-function`. After each, what is left
+/// works: [`what_is_left_works`].
 pub fn samples_removed() -> Result<(), String> {
     let copy = existing_copy()?;
     let samples: Vec<String> = function_folders(&copy)?
@@ -178,35 +271,75 @@ pub fn samples_removed() -> Result<(), String> {
         let dir = dir.join(&by_hand);
         std::fs::remove_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     }
+    print!("{}", profiles::report(&profiles::prune(&copy)?));
     what_is_left_works(&copy)?;
     for name in samples.iter().filter(|name| **name != by_hand) {
         println!("cargo xtask remove-function {name}");
         print!("{}", remove_function::remove(&copy, name)?);
     }
-    what_is_left_works(&copy)
+    what_is_left_works(&copy)?;
+    quick_lab(&copy)
+}
+
+/// `cargo xtask lab --quick` on the copy with only the new function left:
+/// the first invocation measures it with its sample events, the sections of
+/// the probes it has none of say so. This workspace's lab and probes, on the copy's template and its
+/// `sam build` (as the emulator tests run).
+fn quick_lab(copy: &Path) -> Result<(), String> {
+    run(workspace_binary("lab", &["--quick"])?
+        .env(pinned_tools::PROJECT, copy)
+        .env("E2E_BOOTSTRAPS", sam_build_dir())
+        .env("CARGO_TARGET_DIR", workspace_root().join("target")))?;
+    let report = copy.join("target").join("lab-quick").join("BENCHMARKS.md");
+    let text = read(&report)?;
+    let functions = function_folders(copy)?;
+    for function in &functions {
+        if !text.contains(&format!("### {function}")) && !text.contains(&format!("`{function}`")) {
+            return Err(format!(
+                "{}: {function} is measured nowhere",
+                report.display()
+            ));
+        }
+    }
+    if !text.contains("Not measured: no function of the template has a `memory` probe") {
+        return Err(format!(
+            "{}: section 1 does not say why it is empty",
+            report.display()
+        ));
+    }
+    Ok(())
 }
 
 /// In the copy: `cargo xtask run` (its `sam build` of what is left, then
 /// every sample event answered through the local stack), the copy's tidy and
-/// template hygiene, every sample event answered by the sam-built functions
-/// under the emulator (this workspace's test builds on the copy), and `sam
-/// local invoke` of one sample event per function.
+/// template hygiene (cargo warning about no profile entry of a crate gone:
+/// [`profiles::UNMATCHED`]), every sample event answered by the sam-built
+/// functions under the emulator (this workspace's test builds on the copy),
+/// and `sam local invoke` of one sample event per function.
 fn what_is_left_works(copy: &Path) -> Result<(), String> {
     let target = workspace_root().join("target");
     run(local_stack(&["run"])?
         .env(pinned_tools::PROJECT, copy)
         .env("CARGO_TARGET_DIR", &target))?;
+    run_without_warning(
+        &mut in_copy(
+            copy,
+            &[
+                "test",
+                "--package",
+                "e2e",
+                "--test",
+                "tidy",
+                "--test",
+                "template_hygiene",
+            ],
+        ),
+        profiles::UNMATCHED,
+    )?;
+    // The tools' own unit tests, on what is left (the lab's reads its docs).
     run(&mut in_copy(
         copy,
-        &[
-            "test",
-            "--package",
-            "e2e",
-            "--test",
-            "tidy",
-            "--test",
-            "template_hygiene",
-        ],
+        &["test", "--package", "xtask", "--package", "lab", "--bins"],
     ))?;
     let built = sam_build_dir();
     run(cargo()
@@ -234,8 +367,8 @@ fn function_folders(copy: &Path) -> Result<Vec<String>, String> {
 
 /// The function in `dir` with `features` as its default features instead of
 /// the tracing exporter alone (`traces`), as the functions' READMEs say to
-/// drop it or the hasher's to compute with the `bcrypt` crate.
-fn set_default_features(dir: &Path, features: &[&str]) -> Result<(), String> {
+/// drop it (or the hasher's to compute with the `bcrypt` crate).
+fn set_default_features(dir: &Path, features: &[String]) -> Result<(), String> {
     let manifest = dir.join("Cargo.toml");
     let text = read(&manifest)?;
     let changed = with_default_features(&text, features)
@@ -247,7 +380,7 @@ fn set_default_features(dir: &Path, features: &[&str]) -> Result<(), String> {
 const SHIPPED_DEFAULT: &str = "default = [\"traces\"]";
 
 /// `manifest` with `features` as its default ones, if they are as shipped.
-fn with_default_features(manifest: &str, features: &[&str]) -> Option<String> {
+fn with_default_features(manifest: &str, features: &[String]) -> Option<String> {
     let quoted: Vec<String> = features.iter().map(|f| format!("\"{f}\"")).collect();
     let line = format!("default = [{}]", quoted.join(", "));
     manifest
@@ -337,10 +470,10 @@ fn distinct_artifact_names(copy: &Path) -> Result<(), String> {
     write(&config, &text)
 }
 
-/// Make the function in `crate_dir` declare `kind` with `shared`'s feature
-/// `feature`, as a user would: the allocator line of `main.rs`, and the
-/// allocator feature on `shared`'s line of `Cargo.toml`.
-fn switch_allocator(crate_dir: &Path, kind: &str, feature: Option<&str>) -> Result<(), String> {
+/// Make the function in `crate_dir` declare `allocator`, as a user would:
+/// the allocator line of `main.rs`, and the allocator feature on `shared`'s
+/// line of `Cargo.toml`.
+fn switch_allocator(crate_dir: &Path, (kind, feature): Allocator) -> Result<(), String> {
     declare_allocator(&crate_dir.join("src").join("main.rs"), kind)?;
     let manifest = crate_dir.join("Cargo.toml");
     let text = read(&manifest)?;
@@ -445,26 +578,95 @@ mod tests {
         );
     }
 
+    /// Every function of this project that declares default features for
+    /// the copy has them (each a feature of its own) and `default` as
+    /// shipped; the test files the copy runs are those not on the generic
+    /// harness.
     #[test]
-    fn the_hasher_as_shipped_takes_the_copys_default_features() {
-        let hasher = workspace_root().join("functions").join(HASHER);
-        let manifest = read(&hasher.join("Cargo.toml")).expect("the hasher's manifest");
-        let changed =
-            with_default_features(&manifest, &["traces", "bcrypt-crate"]).expect("as shipped");
-        assert!(changed.contains("default = [\"traces\", \"bcrypt-crate\"]"));
-        assert!(
-            manifest.contains("\nbcrypt-crate = "),
-            "the feature the copy turns on"
-        );
-        assert_eq!(
-            with_default_features(&changed, &[]),
-            None,
-            "no longer as shipped"
-        );
-        let tests = test_files(&hasher).expect("the hasher's test files");
-        assert!(tests.iter().any(|t| t == "differential"), "{tests:?}");
-        assert!(!tests.iter().any(|t| t == "function_url"), "{tests:?}");
+    fn declared_features_are_the_functions_own_and_apply_as_shipped() {
+        let root = workspace_root();
+        let metadata = init_check::workspace_metadata(&root).expect("cargo metadata");
+        let declared = declared_features(&root).expect("declared features");
+        for Declared { dir, features } in &declared {
+            let manifest = read(&dir.join("Cargo.toml")).expect("its manifest");
+            let changed = with_default_features(&manifest, features).unwrap_or_else(|| {
+                // Already changed (the copy of a user's changes runs this too).
+                let quoted: Vec<String> = features.iter().map(|f| format!("\"{f}\"")).collect();
+                let line = format!("default = [{}]", quoted.join(", "));
+                assert!(manifest.contains(&line), "{}: {line}", dir.display());
+                manifest.clone()
+            });
+            assert_eq!(
+                with_default_features(&changed, &[]),
+                None,
+                "no longer as shipped"
+            );
+            let package = metadata["packages"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .find(|p| {
+                    p["manifest_path"].as_str().map(Path::new) == Some(&dir.join("Cargo.toml"))
+                })
+                .expect("its package");
+            for feature in features {
+                assert!(
+                    package["features"][feature].is_array(),
+                    "{}: {feature}",
+                    dir.display()
+                );
+            }
+            let tests = test_files(dir).expect("its test files");
+            for test in &tests {
+                let text = read(&dir.join("tests").join(format!("{test}.rs"))).expect("test");
+                assert!(!uses_the_harness(&text), "{test}");
+            }
+        }
         assert!(uses_the_harness("use testkit::fuzz;"));
-        assert!(!uses_the_harness("use password_hasher_testkit::fuzz;"));
+        assert!(!uses_the_harness("use image_resizer_testkit::fuzz;"));
+    }
+
+    fn names(names: &[&str]) -> Vec<String> {
+        names.iter().map(|n| (*n).to_owned()).collect()
+    }
+
+    #[test]
+    fn the_first_function_takes_jemalloc_the_new_one_system_and_four_take_all() {
+        let functions = names(&["queue-reader", "hasher", "worker", NEW_FUNCTION]);
+        let kinds: Vec<&str> = allocator_mix(&functions)
+            .iter()
+            .map(|(_, (kind, _))| *kind)
+            .collect();
+        assert_eq!(kinds, ["Jemalloc", "Snmalloc", "Mimalloc", "System"]);
+        let more = names(&["a", "b", NEW_FUNCTION, "c", "d", "e"]);
+        let kinds: Vec<&str> = allocator_mix(&more).iter().map(|(_, (k, _))| *k).collect();
+        assert_eq!(
+            kinds,
+            [
+                "Jemalloc", "Snmalloc", "System", "Mimalloc", "System", "Snmalloc"
+            ]
+        );
+        let few = names(&[NEW_FUNCTION, "a"]);
+        assert_eq!(
+            allocator_mix(&few),
+            [(NEW_FUNCTION, SYSTEM), ("a", JEMALLOC)]
+        );
+    }
+
+    /// The template's functions are the crates under `functions/`, in the
+    /// template's order.
+    #[test]
+    fn the_functions_are_read_from_the_template() {
+        let root = workspace_root();
+        let mut functions =
+            function_binaries(&read(&root.join("template.yaml")).expect("template"))
+                .expect("its functions");
+        functions.sort();
+        assert_eq!(functions, function_folders(&root).expect("functions/"));
+        let template = "Resources:\n  BFunction:\n    Type: AWS::Serverless::Function\n    \
+            Metadata:\n      BuildProperties:\n        Binary: b # the first\n  Queue:\n    \
+            Type: AWS::SQS::Queue\n  AFunction:\n    Type: AWS::Serverless::Function\n    \
+            Metadata:\n      BuildProperties:\n        Binary: \"a\"\n";
+        assert_eq!(function_binaries(template), Ok(names(&["b", "a"])));
     }
 }

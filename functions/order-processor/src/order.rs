@@ -140,16 +140,87 @@ pub fn parse(body: &str) -> Result<ValidOrder, Invalid> {
     if body.trim_start().starts_with('[') {
         return Err(schema("an order is a JSON object, not an array"));
     }
-    let order: Order = serde_json::from_str(body).map_err(|e| {
-        // serde's messages quote at most one offending value, never the body;
-        // cut them anyway so a log line stays short.
-        let message: String = e.to_string().chars().take(160).collect();
-        match e.classify() {
-            serde_json::error::Category::Data => schema(message),
-            _ => Invalid::Json(message),
+    let mut json = serde_json::Deserializer::from_str(body);
+    let order: Order = serde_path_to_error::deserialize(&mut json).map_err(|e| {
+        let reason = without_values(e.inner());
+        // An unknown field's path ends with its key, which the body chose.
+        let known = !reason.starts_with("unknown field");
+        let path = field_path(e.path(), known);
+        match e.inner().classify() {
+            serde_json::error::Category::Data => schema(at(&path, &reason)),
+            _ => Invalid::Json(reason),
         }
     })?;
+    json.end().map_err(|e| Invalid::Json(without_values(&e)))?;
     validate(order)
+}
+
+/// Where in the body (`items[0].quantity`), without its last key unless
+/// `last_key` (the schema's).
+fn field_path(path: &serde_path_to_error::Path, last_key: bool) -> String {
+    use serde_path_to_error::Segment;
+    let segments: Vec<&Segment> = path.iter().collect();
+    let keep = match segments.last() {
+        Some(Segment::Map { .. }) if !last_key => segments.len() - 1,
+        _ => segments.len(),
+    };
+    let mut out = String::new();
+    for segment in &segments[..keep] {
+        match segment {
+            Segment::Seq { index } => out.push_str(&format!("[{index}]")),
+            Segment::Map { key } | Segment::Enum { variant: key } => {
+                if !out.is_empty() {
+                    out.push('.');
+                }
+                out.push_str(key);
+            }
+            Segment::Unknown => out.push('?'),
+        }
+    }
+    out
+}
+
+/// A reason at `path` (empty for the whole body).
+fn at(path: &str, reason: &str) -> String {
+    if path.is_empty() {
+        reason.to_owned()
+    } else {
+        format!("{path}: {reason}")
+    }
+}
+
+/// serde's message without the body's values it can quote: what was found
+/// (its kind: `string`, `integer`, a key), what was expected, and where; so
+/// no part of a message body reaches a log line or a dead letter's reason.
+/// `invalid type: string "hunter2", expected u32 at line 1 column 9` becomes
+/// `invalid type: string, expected u32 at line 1 column 9`.
+fn without_values(e: &serde_json::Error) -> String {
+    let message = e.to_string();
+    let message = message.split(" at line ").next().unwrap_or(&message);
+    let (found, expected) = match message.split_once(", expected ") {
+        Some((found, expected)) => (found, Some(expected)),
+        None => (message, None),
+    };
+    // The field names of `missing field` and `duplicate field` are the
+    // schema's own; any other quoted word came from the body.
+    let schema_names = found.starts_with("missing field") || found.starts_with("duplicate field");
+    let found = if schema_names {
+        found
+    } else {
+        found
+            .split(['`', '"'])
+            .next()
+            .unwrap_or_default()
+            .trim_end()
+    };
+    let mut reason = match expected {
+        Some(expected) => format!("{found}, expected {expected}"),
+        None => found.to_owned(),
+    };
+    if e.line() > 0 {
+        reason.push_str(&format!(" at line {} column {}", e.line(), e.column()));
+    }
+    reason
 }
 
 /// Check every rule of an order and compute what storage needs.
@@ -157,9 +228,13 @@ pub fn validate(order: Order) -> Result<ValidOrder, Invalid> {
     check_id("order_id", &order.order_id)?;
     check_id("customer_id", &order.customer_id)?;
     if order.items.is_empty() || order.items.len() > MAX_ITEMS {
+        let given = if order.items.is_empty() {
+            "none"
+        } else {
+            "too many"
+        };
         return Err(schema(format!(
-            "items: {} given, 1 to {MAX_ITEMS} allowed",
-            order.items.len()
+            "items: {given} given, 1 to {MAX_ITEMS} allowed"
         )));
     }
     let mut sum: u64 = 0;
@@ -191,23 +266,13 @@ pub fn validate(order: Order) -> Result<ValidOrder, Invalid> {
         total_quantity += u64::from(item.quantity);
     }
     if order.total_cents != sum {
-        return Err(schema(format!(
-            "total_cents is {} but the items add up to {sum}",
-            order.total_cents
-        )));
+        return Err(schema("total_cents is not the sum of the items"));
     }
     if !ISO_4217.split(' ').any(|code| code == order.currency) {
-        return Err(schema(format!(
-            "currency {:?} is not an ISO 4217 code",
-            short(&order.currency)
-        )));
+        return Err(schema("currency is not an ISO 4217 code"));
     }
-    let created = OffsetDateTime::parse(&order.created_at, &Rfc3339).map_err(|_| {
-        schema(format!(
-            "created_at {:?} is not an RFC 3339 timestamp",
-            short(&order.created_at)
-        ))
-    })?;
+    let created = OffsetDateTime::parse(&order.created_at, &Rfc3339)
+        .map_err(|_| schema("created_at is not an RFC 3339 timestamp"))?;
     // Whole milliseconds, rounded down (also before 1970).
     let created_at_ms = i64::try_from(created.unix_timestamp_nanos().div_euclid(1_000_000))
         .map_err(|_| schema("created_at is out of range"))?;
@@ -230,11 +295,6 @@ fn check_id(field: &str, value: &str) -> Result<(), Invalid> {
         )));
     }
     Ok(())
-}
-
-/// At most 16 characters of a value, for error messages.
-fn short(value: &str) -> String {
-    value.chars().take(16).collect()
 }
 
 /// Active ISO 4217 currency codes (precious metals, funds and test codes excluded).

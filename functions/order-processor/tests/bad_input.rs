@@ -114,6 +114,65 @@ fn check_record(case: &Case, report: &BatchReport, failed: &[String], id: &str, 
     case.check_message(&invalid.to_string());
 }
 
+/// The words of a body a reason may name: the schema's field names, the
+/// keys of a valid order (its items' too).
+fn fields() -> Vec<String> {
+    fn keys(value: &Value, out: &mut Vec<String>) {
+        match value {
+            Value::Object(map) => {
+                for (key, value) in map {
+                    out.push(key.clone());
+                    keys(value, out);
+                }
+            }
+            Value::Array(values) => values.iter().for_each(|v| keys(v, out)),
+            _ => {}
+        }
+    }
+    let order: Value = serde_json::from_str(&order_processor_testkit::orders::body(1))
+        .expect("a sample order is JSON");
+    let mut out = Vec::new();
+    keys(&order, &mut out);
+    out
+}
+
+/// No string (but a field name) and no number of two digits or more (but
+/// the schema's limits) written in `body` appears in `reason`, outside its
+/// position (`at line L column C`): a reason goes to logs and to the dead
+/// letter's `FailureReason`, and a body may carry what must not.
+fn assert_quotes_no_value(case: &str, body: &str, reason: &str) {
+    use order_processor::order::{MAX_AMOUNT_CENTS, MAX_ID_LEN, MAX_ITEMS, MAX_QUANTITY};
+    let reason = reason.split(" at line ").next().unwrap_or(reason);
+    let limits = [
+        MAX_AMOUNT_CENTS,
+        MAX_ID_LEN as u64,
+        MAX_ITEMS as u64,
+        u64::from(MAX_QUANTITY),
+    ]
+    .map(|n| n.to_string());
+    let runs = |text: &str| -> Vec<String> {
+        text.split(|c: char| !c.is_ascii_digit())
+            .filter(|n| n.len() > 1)
+            .map(str::to_owned)
+            .collect()
+    };
+    let in_reason = runs(reason);
+    for number in runs(body) {
+        assert!(
+            limits.contains(&number) || !in_reason.contains(&number),
+            "{case}: the reason {reason:?} quotes the number {number} of the body"
+        );
+    }
+    let fields = fields();
+    let strings = body.split('"').skip(1).step_by(2).filter(|s| s.len() > 1);
+    for value in strings.filter(|s| !fields.iter().any(|f| f == s)) {
+        assert!(
+            !reason.contains(value),
+            "{case}: the reason {reason:?} quotes {value:?} of the body"
+        );
+    }
+}
+
 fn order_json(order_id: &str, items: &str, total: usize) -> String {
     format!(
         r#"{{"order_id":"{order_id}","customer_id":"cust-edge","items":{items},"total_cents":{total},"currency":"EUR","created_at":"2026-11-20T09:15:00Z"}}"#
@@ -165,6 +224,9 @@ async fn order_body_case(case: &Case) {
     let report = report.unwrap_or_else(|e| panic!("{}: {e}", case.name));
     let failed = failed_ids(&response);
     check_record(case, &report, &failed, "msg-case", case.expect());
+    if let Outcome::Failed(RecordFailure::Invalid(invalid)) = outcome(&report, "msg-case") {
+        assert_quotes_no_value(&case.name, body, &invalid.to_string());
+    }
     for id in ["msg-before", "msg-after"] {
         check_record(case, &report, &failed, id, "accepted");
     }

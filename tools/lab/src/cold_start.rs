@@ -3,7 +3,7 @@
 //! for x86_64 and arm64, and for x86_64 without the tracing exporter.
 
 use super::stack::{init_durations_ms, logs_dir};
-use super::stats::median;
+use lab_probes::stats::median;
 use local_stack::template::Template;
 use local_stack::{tools, workspace_root};
 use std::path::PathBuf;

@@ -119,15 +119,6 @@ fn level_args(scale: Scale) -> Vec<String> {
         .collect()
 }
 
-/// The Arrow worker's table at `scale` (`ROWS` of the probe).
-fn rows(scale: Scale) -> (&'static str, String) {
-    let rows = match scale {
-        Scale::Full => 20_000,
-        Scale::Quick => 2_000,
-    };
-    ("ROWS", rows.to_string())
-}
-
 /// Measure every function with every allocator in `probes`, at `scale`.
 pub fn measure(probes: &Probes, scale: Scale, tick: &dyn Fn(&str)) -> Result<Concurrency, String> {
     let limits = cgroup::enforced();
@@ -155,10 +146,7 @@ pub fn measure(probes: &Probes, scale: Scale, tick: &dyn Fn(&str)) -> Result<Con
                 .is_ok()
                 .then(|| Cgroup::create_on(function.memory_mb, Some(settings)));
             let cgroup = cgroup.transpose()?;
-            let extra = [
-                (MAX_CONCURRENCY_VAR, settings.max_concurrency.to_string()),
-                rows(scale),
-            ];
+            let extra = [(MAX_CONCURRENCY_VAR, settings.max_concurrency.to_string())];
             let json = probe(
                 probes,
                 cgroup.as_ref(),
@@ -210,8 +198,8 @@ fn one_at_a_time(
         Some(&cgroup),
         allocator,
         function,
-        &[rows(scale)],
-        Plan::OneAtATime(requests),
+        &[],
+        Plan::OneAtATime(requests, scale),
     )?;
     let run = parse_run(allocator, &json)?;
     let level = run.levels.first().ok_or("no level measured")?;
@@ -224,10 +212,10 @@ fn one_at_a_time(
 /// What a probe run measures.
 #[derive(Debug, Clone, Copy)]
 enum Plan {
-    /// Every level at `Scale`, after filling the order processor's cache.
+    /// Every level at `Scale`, after filling what the handler keeps.
     Scaling(Scale),
-    /// This many requests one at a time.
-    OneAtATime(usize),
+    /// This many requests one at a time, sized for `Scale`.
+    OneAtATime(usize, Scale),
 }
 
 /// Run `function`'s probe as `plan` says, with its settings and `extra`
@@ -250,20 +238,19 @@ fn probe(
         ],
     );
     env.extend(extra.iter().map(|(k, v)| (*k, v.as_str())));
-    let (warm_up, levels) = match plan {
-        // Fill a function's cache (`CACHE_CAPACITY`, the order processor's)
-        // first, at ten entries a request: RSS is compared once it is full.
-        Plan::Scaling(scale) => {
-            let cache: usize = env
-                .iter()
-                .find(|(k, _)| *k == "CACHE_CAPACITY")
-                .and_then(|(_, v)| v.parse().ok())
-                .unwrap_or(0);
-            (cache / 10, level_args(scale))
-        }
-        Plan::OneAtATime(requests) => (2, vec![format!("1:{requests}")]),
+    let (warm_up, levels, scale) = match plan {
+        // RSS is compared once what the handler keeps is full.
+        Plan::Scaling(scale) => ("fill".to_owned(), level_args(scale), scale),
+        Plan::OneAtATime(requests, scale) => ("2".to_owned(), vec![format!("1:{requests}")], scale),
     };
-    let mut args = vec![warm_up.to_string()];
+    env.push((
+        lab_probes::concurrency::SCALE,
+        match scale {
+            Scale::Full => "full",
+            Scale::Quick => "quick",
+        },
+    ));
+    let mut args = vec![warm_up];
     args.extend(levels);
     let name = probes::of(&function.binary, "concurrency");
     probes.run_in(cgroup, allocator, &name, &args, &env)

@@ -1,6 +1,6 @@
 //! What exporting an invocation's spans costs it, per way out of a Lambda
 //! function: the `lab_export` probe as a function under the emulator at the
-//! order processor's memory size (its CPU share), one environment, the three
+//! memory size of the template's smallest function (its CPU share), one environment, the three
 //! paths interleaved round by round: datagrams to the X-Ray daemon (what
 //! ships; the daemon here is this process's receiver, outside the
 //! environment as Lambda's is), OTLP/HTTP to a collector in the environment
@@ -9,7 +9,7 @@
 //! the collector the spans it acknowledged, the probe the lines it wrote.
 
 use super::stack::logs_dir;
-use crate::stats::median;
+use lab_probes::stats::median;
 use local_stack::emulator::Emulator;
 use local_stack::template::Template;
 use local_stack::{local_aws, tools, workspace_root};
@@ -20,8 +20,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
-/// The function whose memory size (CPU share) the paths are measured at.
-const AT_FUNCTION: &str = "order-processor";
 /// The export paths, in the probe's words and the report's.
 pub const PATHS: [(&str, &str); 3] = [
     ("udp", "OTLP in UDP datagrams to the X-Ray daemon (shipped)"),
@@ -62,10 +60,13 @@ pub struct Export {
 
 /// `rounds` rounds of every path in the `probe` function, each path's
 /// delivery checked.
-pub fn measure(probe: &Path, rounds: usize, tick: &dyn Fn(&str)) -> Result<Export, String> {
+/// Measure `rounds` rounds, or nothing if the template has no function.
+pub fn measure(probe: &Path, rounds: usize, tick: &dyn Fn(&str)) -> Result<Option<Export>, String> {
     tick("export paths: the lab_export probe");
     let template = Template::load(&workspace_root().join("template.yaml"))?;
-    let mut spec = template.function(AT_FUNCTION)?;
+    let Some(mut spec) = super::plan::smallest(&template, |_| true)? else {
+        return Ok(None);
+    };
     spec.env.clear();
     let daemon = Receiver::start()?;
     let address = daemon.address.clone();
@@ -114,12 +115,12 @@ pub fn measure(probe: &Path, rounds: usize, tick: &dyn Fn(&str)) -> Result<Expor
             }
         })
         .collect::<Result<_, String>>()?;
-    Ok(Export {
+    Ok(Some(Export {
         memory_mb: spec.memory_mb,
         spans,
         rounds,
         rows,
-    })
+    }))
 }
 
 /// The X-Ray daemon's stand-in: a loopback UDP socket counting datagrams,

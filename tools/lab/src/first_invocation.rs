@@ -19,12 +19,12 @@
 
 use super::cold_start::{BUILD_DIRS, bootstrap};
 use super::plan;
-use super::probes::Probes;
+use super::probes::{self, Probes};
 use super::scale::Scale;
 use super::stack::{Tables, init_durations_ms, logs_dir};
-use super::stats::median;
 use super::tuning::failure;
 use lab_probes::plan::{CONNECTIONS, PREWARM, Request};
+use lab_probes::stats::median;
 use local_stack::emulator::{Emulator, Invocation};
 use local_stack::moto::{self, Moto};
 use local_stack::pool::Options;
@@ -132,10 +132,12 @@ pub struct Start {
     /// (`shared::connections::WITHIN`): a slow start, such as a debug build
     /// under a small CPU share, leaves them to the first request.
     pub unopened_at_init: usize,
-    /// Minor page faults of the first invocation (Arrow worker only).
+    /// Minor page faults of the first invocation (where the function's
+    /// answer reports them, `run.minor_faults`).
     pub first_faults: Option<u64>,
     /// CPU time of the first invocation and the median of the steady ones,
-    /// ms (Arrow worker only): the work, without the waits of the CPU share.
+    /// ms (where the answer reports `run.cpu_ms`): the work, without the
+    /// waits of the CPU share.
     pub cpu_ms: Option<(f64, f64)>,
 }
 
@@ -194,14 +196,15 @@ pub struct FirstInvocation {
     pub export: Option<super::export::Export>,
 }
 
-/// Where the bootstraps are: `sam build`'s release builds, or the suite's debug builds.
+/// Where the bootstraps are: `sam build`'s release builds, or the suite's
+/// debug builds (those of the `sam build` folder in [`probes::BOOTSTRAPS`], if set).
 fn binary(scale: Scale, spec: &Function) -> PathBuf {
-    match scale {
-        Scale::Full => bootstrap(BUILD_DIRS[0].1, &spec.logical_id),
-        Scale::Quick => workspace_root()
-            .join("target")
-            .join("debug")
-            .join(&spec.binary),
+    match (scale, std::env::var_os(probes::BOOTSTRAPS)) {
+        (Scale::Full, _) => bootstrap(BUILD_DIRS[0].1, &spec.logical_id),
+        (Scale::Quick, Some(built)) => PathBuf::from(built)
+            .join(&spec.logical_id)
+            .join("bootstrap"),
+        (Scale::Quick, None) => probes::target_dir().join("debug").join(&spec.binary),
     }
 }
 
@@ -265,7 +268,7 @@ pub fn measure(
         floors,
         starts,
         tls,
-        export: Some(export),
+        export,
         builds: match scale {
             Scale::Full => "release (`sam build`)",
             Scale::Quick => "debug (the suite's)",

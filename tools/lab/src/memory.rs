@@ -1,16 +1,26 @@
 //! The allocator matrix: a function's real handler (its `memory` probe: the
 //! order processor's) under a burst and under low traffic, RSS after
-//! invocations and records per second, for each allocator and policy. And the property every configuration must keep:
-//! memory stays bounded.
+//! invocations and records per second, for each allocator and policy. And the
+//! property every configuration must keep: memory stays bounded.
+//!
+//! The `memory` probe's contract: `<binary>-memory POLICY CAPACITY PHASE...`
+//! applies the allocator policy (`template`: `MEMORY_RETURN` as the template
+//! sets it; `library-defaults`), bounds what its handler keeps between
+//! invocations to CAPACITY entries, runs each phase
+//! (`INVOCATIONSxRECORDS@GAP_MS`: invocations of that many distinct records,
+//! that far apart) and prints one JSON line: `handler` (what runs, for the
+//! report), `settings`, `records`, `failed`, `busy_seconds` (handler time),
+//! `kept` (entries kept at the end), `peak_rss_mib` and `rss_mib`
+//! (`[invocation, MiB]` pairs).
 
 use super::probes::{self, Probes};
 use super::scale::Scale;
-use super::stats::median;
+use lab_probes::stats::median;
 use local_stack::template::Function;
 
-/// Most RSS growth allowed once warm (the LRU cache full), in MiB.
+/// Most RSS growth allowed once warm (what the handler keeps full), in MiB.
 pub const GROWTH_BOUND_MIB: f64 = 4.0;
-/// Orders per invocation in a burst (SQS's default batch size).
+/// Records per invocation in a burst (SQS's default batch size).
 const BATCH: u64 = 10;
 
 /// An allocator and what the template does with it.
@@ -69,12 +79,12 @@ pub struct Pattern {
     pub file: &'static str,
     /// What it stands for.
     pub description: String,
-    /// Probe phases (`INVOCATIONSxORDERS@GAP_MS`).
+    /// Probe phases (`INVOCATIONSxRECORDS@GAP_MS`).
     pub phases: Vec<String>,
     /// Invocations of the first phase (the spike, for low traffic).
     pub first_phase: u64,
-    /// The function's `CACHE_CAPACITY`.
-    pub cache_capacity: u64,
+    /// The most entries the handler may keep between invocations.
+    pub capacity: u64,
 }
 
 /// The two patterns at `scale`.
@@ -88,22 +98,22 @@ pub fn patterns(scale: Scale) -> [Pattern; 2] {
             name: "burst",
             file: "rss-burst",
             description: format!(
-                "{burst} invocations of {BATCH} distinct orders back to back ({} orders; cache capacity {capacity})",
+                "{burst} invocations of {BATCH} distinct records back to back ({} records; capacity {capacity} kept)",
                 burst * BATCH
             ),
             phases: vec![format!("{burst}x{BATCH}@0")],
             first_phase: burst,
-            cache_capacity: capacity,
+            capacity,
         },
         Pattern {
             name: "low traffic",
             file: "rss-low-traffic",
             description: format!(
-                "a spike of {spike} invocations of {BATCH} orders, then {quiet} invocations of one small order {gap_ms} ms apart"
+                "a spike of {spike} invocations of {BATCH} records, then {quiet} invocations of one record {gap_ms} ms apart"
             ),
             phases: vec![format!("{spike}x{BATCH}@0"), format!("{quiet}x1@{gap_ms}")],
             first_phase: spike,
-            cache_capacity: capacity,
+            capacity,
         },
     ]
 }
@@ -111,6 +121,10 @@ pub fn patterns(scale: Scale) -> [Pattern; 2] {
 /// One configuration under one pattern.
 #[derive(Debug, Clone)]
 pub struct Run {
+    /// The function's binary.
+    pub function: String,
+    /// What runs, as its probe says.
+    pub handler: String,
     pub setup: Setup,
     /// The allocator settings the probe applied, as it reported them.
     pub settings: String,
@@ -137,14 +151,7 @@ pub fn measure(
         .filter(|s| probes.allocators().any(|a| a == s.allocator))
         .collect();
     let mut outputs: Vec<Vec<serde_json::Value>> = vec![Vec::new(); setups.len()];
-    let capacity = pattern.cache_capacity.to_string();
-    let env = super::plan::settings(
-        function,
-        &[
-            ("CACHE_CAPACITY", capacity.as_str()),
-            ("MEMORY_RETURN", "prompt"),
-        ],
-    );
+    let env = super::plan::settings(function, &[("MEMORY_RETURN", "prompt")]);
     let probe = probes::of(&function.binary, "memory");
     let mut args = Vec::new();
     for _ in 0..trials.max(1) {
@@ -152,6 +159,7 @@ pub fn measure(
             tick(&format!("{}: {}", pattern.name, setup.label));
             args.clear();
             args.push(setup.policy.to_owned());
+            args.push(pattern.capacity.to_string());
             args.extend(pattern.phases.iter().cloned());
             let mut run_env = env.to_vec();
             if setup.policy == "library-defaults" {
@@ -164,15 +172,20 @@ pub fn measure(
     setups
         .iter()
         .zip(outputs)
-        .map(|(setup, out)| summarise(*setup, pattern, &out))
+        .map(|(setup, out)| summarise(&function.binary, *setup, pattern, &out))
         .collect()
 }
 
-fn summarise(setup: Setup, pattern: &Pattern, out: &[serde_json::Value]) -> Result<Run, String> {
+fn summarise(
+    function: &str,
+    setup: Setup,
+    pattern: &Pattern,
+    out: &[serde_json::Value],
+) -> Result<Run, String> {
     let first = out.first().ok_or("no trial")?;
     let failed = first["failed"].as_u64().unwrap_or(u64::MAX);
     if failed != 0 {
-        return Err(format!("{}: {failed} valid order(s) failed", setup.label));
+        return Err(format!("{}: {failed} valid record(s) failed", setup.label));
     }
     let rss: Vec<(f64, f64)> = first["rss_mib"]
         .as_array()
@@ -188,14 +201,16 @@ fn summarise(setup: Setup, pattern: &Pattern, out: &[serde_json::Value]) -> Resu
             if busy > 0.0 { records / busy } else { 0.0 }
         })
         .collect();
-    let cache_entries = first["cache_entries"].as_u64().unwrap_or(u64::MAX);
-    if cache_entries > pattern.cache_capacity {
+    let kept = first["kept"].as_u64().unwrap_or(u64::MAX);
+    if kept > pattern.capacity {
         return Err(format!(
-            "{}: the cache holds {cache_entries} entries, capacity {}",
-            setup.label, pattern.cache_capacity
+            "{}: the handler keeps {kept} entries, capacity {}",
+            setup.label, pattern.capacity
         ));
     }
     Ok(Run {
+        function: function.to_owned(),
+        handler: first["handler"].as_str().unwrap_or_default().to_owned(),
         setup,
         settings: first["settings"].as_str().unwrap_or_default().to_owned(),
         growth_mib: growth(pattern, &rss)?,
@@ -206,15 +221,15 @@ fn summarise(setup: Setup, pattern: &Pattern, out: &[serde_json::Value]) -> Resu
 }
 
 /// The RSS growth that must stay under [`GROWTH_BOUND_MIB`]:
-/// - burst: the highest RSS after warm-up (twice the invocations that fill the
-///   cache) above the RSS at warm-up;
+/// - burst: the highest RSS after warm-up (twice the invocations that fill
+///   what the handler keeps) above the RSS at warm-up;
 /// - low traffic: the highest RSS of the quiet phase above the highest of the
 ///   spike (memory must not grow while traffic is low).
 pub fn growth(pattern: &Pattern, rss: &[(f64, f64)]) -> Result<f64, String> {
     let split = if pattern.phases.len() > 1 {
         pattern.first_phase as f64
     } else {
-        (2 * pattern.cache_capacity.div_ceil(BATCH)) as f64
+        (2 * pattern.capacity.div_ceil(BATCH)) as f64
     };
     let before: Vec<f64> = rss
         .iter()
@@ -290,6 +305,8 @@ mod tests {
     fn the_check_names_what_grew() {
         let [burst, _] = patterns(Scale::Quick);
         let run = |growth_mib| Run {
+            function: "f".into(),
+            handler: String::new(),
             setup: SETUPS[0],
             settings: String::new(),
             rss: Vec::new(),

@@ -1,10 +1,9 @@
-//! `cargo xtask lab power | bcrypt | cold-start | fan-out | first-invocation | concurrency`: measure one
-//! section and replace its part of an existing `BENCHMARKS.md`.
+//! `cargo xtask lab power | allocators | cold-start | first-invocation | concurrency | section
+//! FUNCTION`: measure one section and replace its part of an existing `BENCHMARKS.md`.
 
 use crate::scale::Scale;
 use crate::{
-    bcrypt, cold_start, concurrency, fan_out, first_invocation, machine, probes, report, run,
-    tuning,
+    cold_start, concurrency, first_invocation, machine, probes, report, run, sections, tuning,
 };
 use indicatif::{ProgressBar, ProgressStyle};
 use local_stack::workspace_root;
@@ -60,7 +59,7 @@ pub fn cold_start_only() -> Result<(), String> {
 }
 
 /// `lab allocators`: measure the allocators (section 1) and the arena
-/// pre-warm (section 3) only, with the probes of every allocator and of
+/// pre-warm (section 2) only, with the probes of every allocator and of
 /// mimalloc 3.3, and replace them (and their lines in "What to pick") in
 /// `BENCHMARKS.md`.
 pub fn allocators_only() -> Result<(), String> {
@@ -71,51 +70,33 @@ pub fn allocators_only() -> Result<(), String> {
     let probes = probes::Probes::optimised(&probes::ALLOCATORS, &tick)?;
     let (memory, prewarm) = run::allocators(&probes, Scale::Full, &tick)?;
     bar.finish_and_clear();
-    report::rewrite_allocators(&workspace_root(), &memory, &prewarm, Scale::Full, &machine)?;
+    report::rewrite_allocators(&workspace_root(), &memory, prewarm.as_ref(), &machine)?;
     println!(
         "lab: wrote the allocator and pre-warm sections into {}",
         workspace_root().join("BENCHMARKS.md").display()
     );
-    run::check_allocators(&memory, &prewarm)
+    run::check_allocators(&memory, prewarm.as_ref())
 }
 
-/// `lab bcrypt`: measure the bcrypt section only (building the probes with
-/// one allocator) and replace it in `BENCHMARKS.md`.
-pub fn bcrypt_only() -> Result<(), String> {
+/// `lab section FUNCTION`: measure that function's own section only (its
+/// probes built with the shipped allocator) and replace it in
+/// `BENCHMARKS.md`. A section that runs the release bootstraps (`sam build`)
+/// says so if they are missing.
+pub fn section_only(binary: &str) -> Result<(), String> {
     let machine = machine::Machine::here();
-    // Before building and measuring: the report must have the part to replace.
-    report::bcrypt_rewritable(&workspace_root())?;
-    let bar = spinner()?;
-    let tick = |message: &str| bar.set_message(message.to_owned());
-    let probes = probes::Probes::optimised(&[bcrypt::ALLOCATOR], &tick)?;
-    tick("bcrypt");
-    let bcrypt = run::bcrypt(&probes, Scale::Full, machine.cores)?;
-    bar.finish_and_clear();
-    report::rewrite_bcrypt(&workspace_root(), &bcrypt, &machine)?;
-    println!(
-        "lab: wrote the bcrypt section into {}",
-        workspace_root().join("BENCHMARKS.md").display()
-    );
-    bcrypt.as_ref().map_or(Ok(()), bcrypt::check_agreement)
-}
-
-/// `lab fan-out`: measure the fan-out section only (building the x86_64
-/// release bootstraps first) and replace it in `BENCHMARKS.md`.
-pub fn fan_out_only() -> Result<(), String> {
-    let machine = machine::Machine::here();
-    report::fan_out_rewritable(&workspace_root())?;
-    tuning::build()?;
+    let root = workspace_root();
+    sections::rewritable(&root, binary)?;
     let bar = spinner()?;
     let tick = |message: &str| bar.set_message(message.to_owned());
     let probes = probes::Probes::optimised(&[probes::SHIPPED], &tick)?;
-    let measured = fan_out::measure(&probes, &tick)?;
+    let measured = sections::measure(&probes, Scale::Full, &machine, &root, Some(binary), &tick)?;
     bar.finish_and_clear();
-    report::rewrite_fan_out(&workspace_root(), &measured, &machine)?;
+    sections::rewrite(&root, &measured)?;
     println!(
-        "lab: wrote the fan-out section into {}",
-        workspace_root().join("BENCHMARKS.md").display()
+        "lab: wrote {binary}'s section into {}",
+        root.join("BENCHMARKS.md").display()
     );
-    Ok(())
+    sections::check(&measured)
 }
 
 /// `lab first-invocation`: measure the first invocations only (building the

@@ -24,6 +24,19 @@ pub fn functions(template: &Template) -> Result<Vec<Function>, String> {
         .collect())
 }
 
+/// The template's function with the least memory (the smallest CPU share,
+/// where a cold cost weighs most) among those `keep` accepts.
+pub fn smallest(
+    template: &Template,
+    keep: impl Fn(&Function) -> bool,
+) -> Result<Option<Function>, String> {
+    Ok(template
+        .functions()?
+        .into_iter()
+        .filter(|f| keep(f))
+        .min_by_key(|f| f.memory_mb))
+}
+
 /// `spec`'s plan at `scale`, each request with events for `count`
 /// invocations (fewer if they need not differ).
 pub fn of(probes: &Probes, spec: &Function, scale: Scale, count: usize) -> Result<Plan, String> {

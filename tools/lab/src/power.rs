@@ -203,7 +203,7 @@ impl Model {
 /// measured to fit).
 pub fn rows(points: &[Point]) -> (Vec<Row>, Option<Model>) {
     let median_of = |p: &Point| match &p.outcome {
-        Outcome::Measured(m) => Some(super::stats::median(m.all_ms.clone())),
+        Outcome::Measured(m) => Some(lab_probes::stats::median(m.all_ms.clone())),
         Outcome::Failed(_) => None,
     };
     let fitted: Vec<(f64, f64)> = points

@@ -1,11 +1,20 @@
-//! Arena pre-warm: the Arrow worker's first invocation against its later ones,
-//! in time and minor page faults, without and with pre-warming, per allocator.
-//! And the property that must hold wherever the template pre-warms: the first
-//! invocation after a pre-warm faults a small fraction of the cold one.
+//! Arena pre-warm: a function's first invocation against its later ones (its
+//! `prewarm` probe: the Arrow worker's), in time and minor page faults,
+//! without and with pre-warming, per allocator. And the property that must
+//! hold wherever the template pre-warms: the first invocation after a
+//! pre-warm faults a small fraction of the cold one.
+//!
+//! The `prewarm` probe's contract: `<binary>-prewarm VARIANT quick|full
+//! ROUNDS` runs a fresh handler `ROUNDS` times in this process after the
+//! VARIANT's pre-warm ([`VARIANTS`]; work and arena sized for the scale) and
+//! prints one JSON line: `work` (what each invocation does, for the report),
+//! `arena_mib`, and either `refused` (why the template does not pre-warm
+//! with this allocator) or `prewarm_ms` and `rounds` (`[ms, minor faults]`
+//! per invocation).
 
 use super::probes::Probes;
 use super::scale::Scale;
-use super::stats::median;
+use lab_probes::stats::median;
 
 /// Pre-warming must remove at least this share of first-invocation faults.
 pub const MIN_FAULTS_REMOVED: f64 = 0.8;
@@ -17,29 +26,23 @@ pub const VARIANTS: [(&str, &str); 3] = [
     ("forced", "pre-warm forced (the template refuses it)"),
 ];
 
-/// Rows, arena MiB, invocations per trial, trials, variants.
-fn sizes(
-    scale: Scale,
-) -> (
-    usize,
-    usize,
-    usize,
-    usize,
-    &'static [(&'static str, &'static str)],
-) {
+/// The probe's scale argument, invocations per trial, trials.
+fn sizes(scale: Scale) -> (&'static str, usize, usize) {
     match scale {
-        Scale::Full => (300_000, 256, 6, 3, &VARIANTS),
-        // 64 MiB: grouping 20,000 orders by customer with money per currency
-        // (about 7,500 per-currency entries) leaves about half of its first
-        // faults with a 32 MiB arena; from 64 MiB on, about an eighth.
-        Scale::Quick => (20_000, 64, 2, 1, &VARIANTS),
+        Scale::Full => ("full", 6, 3),
+        Scale::Quick => ("quick", 2, 1),
     }
 }
 
-/// Rows of the trial, for the report.
-pub fn rows(scale: Scale) -> (usize, usize) {
-    let (rows, arena_mib, ..) = sizes(scale);
-    (rows, arena_mib)
+/// What one function's pre-warm measured.
+#[derive(Debug, Clone)]
+pub struct Prewarm {
+    /// The function's binary.
+    pub function: String,
+    /// What each invocation does, as its probe says.
+    pub work: String,
+    pub arena_mib: u64,
+    pub rows: Vec<Row>,
 }
 
 /// One allocator, one variant.
@@ -69,11 +72,13 @@ pub enum Outcome {
 /// 4 KiB pages for mimalloc (`MIMALLOC_ALLOW_THP=0`), so faults count pages.
 pub fn measure(
     probes: &Probes,
-    probe: &str,
+    function: &str,
     scale: Scale,
     tick: &dyn Fn(&str),
-) -> Result<Vec<Row>, String> {
-    let (rows, arena_mib, rounds, trials, variants) = sizes(scale);
+) -> Result<Prewarm, String> {
+    let probe = &super::probes::of(function, "prewarm");
+    let (scale, rounds, trials) = sizes(scale);
+    let variants = &VARIANTS;
     let allocators: Vec<&'static str> = probes.allocators().collect();
     let mut outputs: Vec<Vec<serde_json::Value>> =
         vec![Vec::new(); allocators.len() * variants.len()];
@@ -88,17 +93,15 @@ pub fn measure(
                     continue;
                 }
                 tick(&format!("pre-warm: {allocator}, {variant}"));
-                let args = [
-                    variant.to_string(),
-                    rows.to_string(),
-                    arena_mib.to_string(),
-                    rounds.to_string(),
-                ];
+                let args = [variant.to_string(), scale.to_owned(), rounds.to_string()];
                 let out = probes.run(allocator, probe, &args, &[("MIMALLOC_ALLOW_THP", "0")])?;
                 outputs[a * variants.len() + v].push(out);
             }
         }
     }
+    let first = outputs.iter().flatten().next().ok_or("no pre-warm trial")?;
+    let work = first["work"].as_str().unwrap_or_default().to_owned();
+    let arena_mib = first["arena_mib"].as_u64().unwrap_or(0);
     let mut table = Vec::new();
     for (a, allocator) in allocators.iter().enumerate() {
         for (v, (_, name)) in variants.iter().enumerate() {
@@ -112,7 +115,12 @@ pub fn measure(
             });
         }
     }
-    Ok(table)
+    Ok(Prewarm {
+        function: function.to_owned(),
+        work,
+        arena_mib,
+        rows: table,
+    })
 }
 
 fn summarise(out: &[serde_json::Value]) -> Result<Outcome, String> {

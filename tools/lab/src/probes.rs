@@ -38,8 +38,18 @@ const PROFILE: &str = "lab";
 #[derive(Debug, Clone)]
 pub struct Probes {
     dirs: Vec<(&'static str, PathBuf)>,
-    /// Every probe's name.
-    names: Vec<String>,
+    /// Every probe's name, with its package's folder.
+    names: Vec<(String, PathBuf)>,
+}
+
+/// The variable naming a `sam build` folder whose bootstraps the quick lab
+/// runs instead of the suite's debug builds (as the end-to-end tests do).
+pub const BOOTSTRAPS: &str = "E2E_BOOTSTRAPS";
+
+/// Cargo's target folder: `CARGO_TARGET_DIR`, else the workspace's `target/`.
+pub fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map_or_else(|| workspace_root().join("target"), PathBuf::from)
 }
 
 /// The name of `binary`'s probe of `kind`.
@@ -49,21 +59,17 @@ pub fn of(binary: &str, kind: &str) -> String {
 
 impl Probes {
     /// The suite's own debug builds (default allocator only): `cargo test`
-    /// builds examples, so in the suite this compiles nothing new.
+    /// builds examples, so in the suite this compiles nothing new. With
+    /// [`BOOTSTRAPS`] set (the lab run on a scratch copy of the project, whose
+    /// functions `sam build` built), nothing is built: the probes are this
+    /// workspace's, in the shared target folder.
     pub fn debug() -> Result<Self, String> {
-        tools::run(local_stack::cargo().args(["test", "--workspace", "--no-run", "--quiet"]))?;
+        if std::env::var_os(BOOTSTRAPS).is_none() {
+            tools::run(local_stack::cargo().args(["test", "--workspace", "--no-run", "--quiet"]))?;
+        }
         Ok(Self {
-            names: packages()?
-                .into_iter()
-                .flat_map(|(_, names)| names)
-                .collect(),
-            dirs: vec![(
-                "mimalloc",
-                workspace_root()
-                    .join("target")
-                    .join("debug")
-                    .join("examples"),
-            )],
+            names: names(&packages()?),
+            dirs: vec![("mimalloc", target_dir().join("debug").join("examples"))],
         })
     }
 
@@ -71,15 +77,15 @@ impl Probes {
     /// (the next build overwrites `target/lab/examples`). `progress` hears
     /// each step.
     pub fn optimised(allocators: &[&'static str], progress: &dyn Fn(&str)) -> Result<Self, String> {
-        let target = workspace_root().join("target");
+        let target = target_dir();
         let packages = packages()?;
-        let names: Vec<String> = packages.iter().flat_map(|(_, n)| n.clone()).collect();
+        let names = names(&packages);
         let mut dirs = Vec::new();
         for &allocator in allocators {
             progress(&format!("building the probes with {allocator}"));
             let mut build = local_stack::cargo();
             build.args(["build", "--quiet", "--profile", PROFILE, "--examples"]);
-            for (package, _) in &packages {
+            for Package { name: package, .. } in &packages {
                 build.args(["--package", package]);
             }
             let feature = if allocator == MIMALLOC_3 {
@@ -89,7 +95,7 @@ impl Probes {
             };
             let features: Vec<String> = packages
                 .iter()
-                .map(|(package, _)| format!("{package}/{feature}"))
+                .map(|package| format!("{}/{feature}", package.name))
                 .collect();
             build.args(["--features", &features.join(",")]);
             if allocator == MIMALLOC_3 {
@@ -102,7 +108,7 @@ impl Probes {
             tools::run(&mut build)?;
             let dir = target.join("lab-probes").join(allocator);
             std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-            for probe in &names {
+            for (probe, _) in &names {
                 let from = target.join(PROFILE).join("examples").join(probe);
                 std::fs::copy(&from, dir.join(probe))
                     .map_err(|e| format!("{} -> {}: {e}", from.display(), dir.display()))?;
@@ -114,7 +120,13 @@ impl Probes {
 
     /// Whether a probe `name` was built.
     pub fn has(&self, name: &str) -> bool {
-        self.names.iter().any(|n| n == name)
+        self.names.iter().any(|(n, _)| n == name)
+    }
+
+    /// The folder of the package of probe `name`, relative to the workspace.
+    pub fn folder(&self, name: &str) -> Option<&Path> {
+        let (_, dir) = self.names.iter().find(|(n, _)| n == name)?;
+        Some(dir.strip_prefix(workspace_root()).unwrap_or(dir))
     }
 
     /// The functions of `functions`, in their order, that have a probe of `kind`.
@@ -170,9 +182,26 @@ impl Probes {
     }
 }
 
+/// A package of probes.
+struct Package {
+    name: String,
+    /// Its folder.
+    dir: PathBuf,
+    /// Its examples: the probes.
+    examples: Vec<String>,
+}
+
+/// Every probe of `packages`, with its package's folder.
+fn names(packages: &[Package]) -> Vec<(String, PathBuf)> {
+    packages
+        .iter()
+        .flat_map(|p| p.examples.iter().map(|e| (e.clone(), p.dir.clone())))
+        .collect()
+}
+
 /// The probe packages and their examples: the generic one and every
 /// function's lab crate (`functions/<name>/lab/`), as `cargo metadata` lists them.
-fn packages() -> Result<Vec<(String, Vec<String>)>, String> {
+fn packages() -> Result<Vec<Package>, String> {
     let mut metadata = local_stack::cargo();
     metadata.args(["metadata", "--no-deps", "--format-version", "1", "--quiet"]);
     let json: serde_json::Value = serde_json::from_str(&stdout(&mut metadata)?)
@@ -203,10 +232,12 @@ fn packages() -> Result<Vec<(String, Vec<String>)>, String> {
                 })
                 .filter_map(|t| t["name"].as_str().map(str::to_owned))
                 .collect();
-            (
-                package["name"].as_str().unwrap_or_default().to_owned(),
+            let manifest = Path::new(package["manifest_path"].as_str().unwrap_or_default());
+            Package {
+                name: package["name"].as_str().unwrap_or_default().to_owned(),
+                dir: manifest.parent().unwrap_or(manifest).to_owned(),
                 examples,
-            )
+            }
         })
         .collect())
 }

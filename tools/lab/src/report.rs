@@ -1,22 +1,17 @@
 //! `BENCHMARKS.md` and its plots, written from one lab run's measurements.
 
 mod allocators;
-mod bcrypt;
 mod cold_start;
 mod concurrency;
-mod fan_out;
 mod first_invocation;
 mod power;
-mod splice;
 
 pub use allocators::{rewritable as allocators_rewritable, rewrite as rewrite_allocators};
-pub use bcrypt::{rewritable as bcrypt_rewritable, rewrite as rewrite_bcrypt};
 pub use cold_start::{rewritable as cold_start_rewritable, rewrite as rewrite_cold_start};
 pub use concurrency::{
     Measurement as ConcurrencyMeasurement, rewritable as concurrency_rewritable,
     rewrite as rewrite_concurrency,
 };
-pub use fan_out::{FanOut, rewritable as fan_out_rewritable, rewrite as rewrite_fan_out};
 pub use first_invocation::{
     rewritable as first_invocation_rewritable, rewrite as rewrite_first_invocation,
 };
@@ -24,8 +19,8 @@ pub use power::{Tuning, rewritable as power_rewritable, rewrite as rewrite_power
 
 use crate::scale::Scale;
 use crate::{
-    bcrypt as measured_bcrypt, cold_start as measured_cold_start,
-    first_invocation as measured_first_invocation, machine, memory, prewarm,
+    cold_start as measured_cold_start, first_invocation as measured_first_invocation, machine,
+    memory, prewarm, sections,
 };
 use std::fmt::Write as _;
 use std::path::Path;
@@ -36,19 +31,18 @@ pub struct Results {
     pub scale: Scale,
     pub machine: machine::Machine,
     pub memory: Memory,
-    pub prewarm: Vec<prewarm::Row>,
-    /// Or why not (no function has a `bcrypt` probe).
-    pub bcrypt: Result<measured_bcrypt::Bcrypt, String>,
+    /// The arena pre-warm of the first function with a `prewarm` probe.
+    pub prewarm: Option<prewarm::Prewarm>,
     /// Not in quick mode.
     pub cold_start: Option<Vec<measured_cold_start::Row>>,
     /// The memory sizes measured, or why not.
     pub power: Tuning,
-    /// The fan-out against one function, or why not.
-    pub fan_out: FanOut,
     /// The first invocation against the steady state, or why not.
     pub first_invocation: Result<measured_first_invocation::FirstInvocation, String>,
     /// Many requests in one environment.
     pub concurrency: ConcurrencyMeasurement,
+    /// The functions' own sections.
+    pub sections: Vec<sections::Measured>,
 }
 
 /// What a section says when no function of the template has its probe.
@@ -67,6 +61,7 @@ const PLOTS: &str = "tools/lab/plots";
 
 /// Write the report as `dir/BENCHMARKS.md` and its plots under `dir/tools/lab/plots/`.
 pub fn write(dir: &Path, results: &Results) -> Result<(), String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let mut md = String::new();
     let m = &results.machine;
     let command = match results.scale {
@@ -92,14 +87,9 @@ pub fn write(dir: &Path, results: &Results) -> Result<(), String> {
         &results.memory,
         &results.machine,
     )?);
-    md.push_str(&bcrypt::section(dir, &results.bcrypt, &results.machine)?);
-    md.push_str(&allocators::prewarm_section(
-        &results.prewarm,
-        results.scale,
-    ));
+    md.push_str(&allocators::prewarm_section(results.prewarm.as_ref()));
     md.push_str(&cold_start::section(&results.cold_start));
     md.push_str(&power::section(dir, &results.power, &results.machine)?);
-    md.push_str(&fan_out::section(&results.fan_out, &results.machine));
     md.push_str(&first_invocation::section(
         &results.first_invocation,
         &results.machine,
@@ -109,6 +99,9 @@ pub fn write(dir: &Path, results: &Results) -> Result<(), String> {
         &results.concurrency,
         &results.machine,
     )?);
+    for section in &results.sections {
+        md.push_str(&sections::text(section));
+    }
     let path = dir.join("BENCHMARKS.md");
     std::fs::write(&path, md).map_err(|e| format!("{}: {e}", path.display()))
 }
@@ -117,6 +110,6 @@ fn summary(md: &mut String, results: &Results) {
     let _ = writeln!(md, "## What to pick\n");
     md.push_str(&allocators::summary(&results.memory));
     md.push_str(&power::summary(&results.power));
-    md.push_str(&allocators::prewarm_summary(&results.prewarm));
+    md.push_str(&allocators::prewarm_summary(results.prewarm.as_ref()));
     let _ = writeln!(md);
 }

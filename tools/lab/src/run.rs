@@ -5,8 +5,7 @@ use crate::plan;
 use crate::report::{self, Memory, Results};
 use crate::scale::Scale;
 use crate::{
-    bcrypt, cold_start, concurrency, fan_out, first_invocation, machine, memory, prewarm, probes,
-    tuning,
+    cold_start, concurrency, first_invocation, machine, memory, prewarm, probes, sections, tuning,
 };
 use indicatif::{ProgressBar, ProgressStyle};
 use local_stack::template::Template;
@@ -25,13 +24,12 @@ pub fn run(scale: Scale, build_release: &dyn Fn() -> Result<(), String>) -> Resu
             eprintln!("lab: {message}");
         }
     };
-    let results = measure(scale, machine, build_release, &tick)?;
-    bar.finish_and_clear();
-
     let dir = match scale {
         Scale::Full => workspace_root(),
         Scale::Quick => workspace_root().join("target").join("lab-quick"),
     };
+    let results = measure(scale, machine, &dir, build_release, &tick)?;
+    bar.finish_and_clear();
     report::write(&dir, &results)?;
     println!("lab: wrote {}", dir.join("BENCHMARKS.md").display());
     check(&results)
@@ -56,6 +54,7 @@ fn progress_bar(scale: Scale) -> Result<ProgressBar, String> {
 fn measure(
     scale: Scale,
     machine: machine::Machine,
+    dir: &std::path::Path,
     build_release: &dyn Fn() -> Result<(), String>,
     tick: &dyn Fn(&str),
 ) -> Result<Results, String> {
@@ -64,19 +63,18 @@ fn measure(
         Scale::Quick => probes::Probes::debug()?,
     };
     let (memory, prewarm) = allocators(&probes, scale, tick)?;
-    tick("bcrypt");
-    let bcrypt = bcrypt(&probes, scale, machine.cores)?;
-    let (cold_start, power, fan_out) = match scale {
+    let (cold_start, power) = match scale {
         Scale::Full => {
-            tick("release builds for the cold starts and the power tuning");
+            tick(
+                "release builds for the cold starts, the power tuning and the functions' sections",
+            );
             build_release()?;
             let cold_start = cold_start::measure(tick)?;
             let power = tuning::measure_if_limits_enforced(&probes, machine.cores, tick)?;
-            (Some(cold_start), power, fan_out::measure(&probes, tick)?)
+            (Some(cold_start), power)
         }
         Scale::Quick => (
             None,
-            Err("not in quick mode (it needs the release builds)".to_owned()),
             Err("not in quick mode (it needs the release builds)".to_owned()),
         ),
     };
@@ -87,27 +85,27 @@ fn measure(
         Ok(()) => Ok(first_invocation::measure(scale, &probes, tick)?),
     };
     let concurrency = Ok(concurrency::measure(&probes, scale, tick)?);
+    let sections = sections::measure(&probes, scale, &machine, dir, None, tick)?;
     Ok(Results {
         concurrency,
         power,
-        fan_out,
         first_invocation,
         scale,
         machine,
         memory,
         prewarm,
-        bcrypt,
         cold_start,
+        sections,
     })
 }
 
-/// Sections 1 and 3: the allocators under each traffic pattern, and the
+/// Sections 1 and 2: the allocators under each traffic pattern, and the
 /// arena pre-warm.
 pub fn allocators(
     probes: &probes::Probes,
     scale: Scale,
     tick: &dyn Fn(&str),
-) -> Result<(Memory, Vec<prewarm::Row>), String> {
+) -> Result<(Memory, Option<prewarm::Prewarm>), String> {
     let trials = match scale {
         Scale::Full => 3,
         Scale::Quick => 1,
@@ -124,40 +122,16 @@ pub fn allocators(
         }
     }
     let prewarm = match probes.offering(&functions, "prewarm").next() {
-        Some(function) => prewarm::measure(
-            probes,
-            &probes::of(&function.binary, "prewarm"),
-            scale,
-            tick,
-        )?,
-        None => Vec::new(),
+        Some(function) => Some(prewarm::measure(probes, &function.binary, scale, tick)?),
+        None => None,
     };
     Ok((memory, prewarm))
 }
 
-/// Section 2, by the first function with a `bcrypt` probe; or why not.
-pub fn bcrypt(
-    probes: &probes::Probes,
-    scale: Scale,
-    cores: usize,
-) -> Result<Result<bcrypt::Bcrypt, String>, String> {
-    let template = Template::load(&workspace_root().join("template.yaml"))?;
-    let functions = plan::functions(&template)?;
-    match probes.offering(&functions, "bcrypt").next() {
-        Some(function) => Ok(Ok(bcrypt::measure(
-            probes,
-            &probes::of(&function.binary, "bcrypt"),
-            scale,
-            cores,
-        )?)),
-        None => Ok(Err(report::not_measured("bcrypt"))),
-    }
-}
-
-/// The properties of sections 1 and 3: memory bounded, pre-warm effective.
+/// The properties of sections 1 and 2: memory bounded, pre-warm effective.
 pub fn check_allocators(
     memory: &[(memory::Pattern, Vec<memory::Run>)],
-    prewarm: &[prewarm::Row],
+    prewarm: Option<&prewarm::Prewarm>,
 ) -> Result<(), String> {
     for (pattern, runs) in memory {
         memory::check_bounded(pattern, runs)?;
@@ -170,8 +144,11 @@ pub fn check_allocators(
                 .join(", ")
         );
     }
-    match prewarm::check_faults_removed(prewarm)? {
-        _ if prewarm.is_empty() => println!("lab: pre-warm: {}", report::not_measured("prewarm")),
+    let Some(prewarm) = prewarm else {
+        println!("lab: pre-warm: {}", report::not_measured("prewarm"));
+        return Ok(());
+    };
+    match prewarm::check_faults_removed(&prewarm.rows)? {
         0 => println!(
             "lab: pre-warm: the template pre-warms with no allocator built here (mimalloc 2 and the others would not reuse the pages)"
         ),
@@ -182,14 +159,7 @@ pub fn check_allocators(
 
 /// The properties that must hold on every machine.
 fn check(results: &Results) -> Result<(), String> {
-    check_allocators(&results.memory, &results.prewarm)?;
-    match &results.bcrypt {
-        Ok(measured) => {
-            bcrypt::check_agreement(measured)?;
-            println!("lab: bcrypt: every candidate's hashes equal the bcrypt crate's");
-        }
-        Err(why) => println!("lab: bcrypt: {why}"),
-    }
+    check_allocators(&results.memory, results.prewarm.as_ref())?;
     if let Ok(measured) = &results.first_invocation {
         first_invocation::check(measured)?;
         println!(
@@ -202,5 +172,5 @@ fn check(results: &Results) -> Result<(), String> {
             "lab: many requests in one environment: RSS flat once warm, every request answered or Busy"
         );
     }
-    Ok(())
+    sections::check(&results.sections)
 }

@@ -12,8 +12,6 @@ use local_stack::tls_front::CA_FILE_VARIABLE;
 use local_stack::{local_aws, tools, workspace_root};
 use std::path::Path;
 
-/// The function whose memory size (CPU share) the client is measured at.
-const AT_FUNCTION: &str = "order-processor";
 /// The system's roots, as a function on Lambda loads them; the run's
 /// authority is appended so that the front is trusted.
 const SYSTEM_ROOTS: &str = "/etc/ssl/certs/ca-certificates.crt";
@@ -57,7 +55,9 @@ pub struct Row {
 }
 
 /// Measure every variant in `starts` fresh environments of `probe`, calling
-/// DynamoDB at `endpoint` (a TLS front whose authority is in `ca_file`).
+/// DynamoDB at `endpoint` (a TLS front whose authority is in `ca_file`), at
+/// the memory size of the template's smallest function with a table; none
+/// without such a function.
 pub fn measure(
     probe: &Path,
     endpoint: &str,
@@ -66,13 +66,17 @@ pub fn measure(
     tick: &dyn Fn(&str),
 ) -> Result<Vec<Row>, String> {
     let template = Template::load(&workspace_root().join("template.yaml"))?;
-    let mut spec = template.function(AT_FUNCTION)?;
-    let table = spec
-        .env
-        .iter()
-        .find(|(name, _)| name == "TABLE_NAME")
-        .map(|(_, table)| table.clone())
-        .ok_or_else(|| format!("{AT_FUNCTION} has no TABLE_NAME in the template"))?;
+    // At the memory size (CPU share) of the smallest function with a table.
+    let table_of = |f: &local_stack::template::Function| {
+        f.env
+            .iter()
+            .find(|(name, _)| name == "TABLE_NAME")
+            .map(|(_, table)| table.clone())
+    };
+    let Some(mut spec) = super::plan::smallest(&template, |f| table_of(f).is_some())? else {
+        return Ok(Vec::new()); // no function names a table: nothing to call
+    };
+    let table = table_of(&spec).unwrap_or_default();
     spec.env.clear();
     let rie = tools::emulator()?;
     let logs = logs_dir()?;

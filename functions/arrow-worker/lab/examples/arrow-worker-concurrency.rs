@@ -39,7 +39,12 @@ impl Work for Arrow {
 async fn main() -> Result<(), String> {
     concurrency::probe(REQUEST, |env| {
         let (init, config) = shared::start(env, Config::from_env).map_err(text)?;
-        let rows = number_or(env, "ROWS", 20_000, 1..=10_000_000).map_err(text)?;
+        let default = if concurrency::full_scale(env) {
+            20_000
+        } else {
+            2_000
+        };
+        let rows = number_or(env, "ROWS", default, 1..=10_000_000).map_err(text)?;
         let rows = usize::try_from(rows).map_err(text)?;
         let items = orders::items(rows, (rows as u64 / 8).max(1), 7);
         let store = MemoryStore::new(items, PAGE).with_page_latency(store_time(env)?);

@@ -10,12 +10,8 @@
 //! midnight), all on that day spread over its seconds. Prints how many it
 //! wrote.
 
-use arrow_worker_lab::orders::{ORDERS_PER_CUSTOMER, created_at_ms, stored};
+use arrow_worker_lab::orders::{self, ORDERS_PER_CUSTOMER};
 use aws_sdk_dynamodb::Client;
-use futures::future::join_all;
-
-/// PutItem calls in flight at once.
-const AT_ONCE: usize = 200;
 
 #[tokio::main]
 async fn main() -> Result<(), String> {
@@ -35,28 +31,10 @@ async fn main() -> Result<(), String> {
     let sdk = aws_config::defaults(shared::aws::behavior_version())
         .load()
         .await;
-    let client = Client::new(&sdk);
-    let orders: Vec<u64> = (from..to).collect();
-    for chunk in orders.chunks(AT_ONCE) {
-        let puts = chunk.iter().map(|&n| {
-            client
-                .put_item()
-                .table_name(&table)
-                .set_item(Some(stored(n, created_at_ms(n, day))))
-                .send()
-        });
-        for outcome in join_all(puts).await {
-            outcome.map_err(|e| {
-                format!(
-                    "writing the orders: {}",
-                    aws_sdk_dynamodb::error::DisplayErrorContext(e)
-                )
-            })?;
-        }
-    }
+    orders::write(&Client::new(&sdk), &table, (from, to), day).await?;
     println!(
         "{}",
-        serde_json::json!({ "written": orders.len(), "customers": to.div_ceil(ORDERS_PER_CUSTOMER) })
+        serde_json::json!({ "written": to.saturating_sub(from), "customers": to.div_ceil(ORDERS_PER_CUSTOMER) })
     );
     Ok(())
 }

@@ -2,11 +2,17 @@
 //! invocations over generated orders (see `arrow_worker_lab::trial`), printing one
 //! JSON line: each invocation's time and minor page faults.
 //!
-//! `arrow-worker-prewarm off|shipped|forced ROWS ARENA_MIB ROUNDS` (run by `cargo xtask lab`)
+//! `arrow-worker-prewarm off|shipped|forced quick|full ROUNDS` (run by `cargo
+//! xtask lab`; its `prewarm` contract is in `tools/lab/src/prewarm.rs`)
 //! - `off`: no pre-warm, no code warm-up;
 //! - `shipped`: what the function does (arena pre-warm + code warm-up); with
 //!   an allocator the template refuses to pre-warm, the line says `refused`;
 //! - `forced`: arena pre-faulted even where the template refuses, + code warm-up.
+//!
+//! Full: 300,000 orders grouped by customer, a 256 MiB arena. Quick: 20,000
+//! orders and 64 MiB: grouping 20,000 orders by customer with money per
+//! currency (about 7,500 per-currency entries) leaves about half of its first
+//! faults with a 32 MiB arena; from 64 MiB on, about an eighth.
 
 use arrow_worker_lab::trial::{self, ArenaPrewarm};
 use shared::arena::{self, NotStarted};
@@ -15,15 +21,17 @@ lab_probes::declare_allocator!();
 
 fn main() -> Result<(), String> {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let [variant, rows, arena_mib, rounds] = args.as_slice() else {
-        return Err("usage: arrow-worker-prewarm off|shipped|forced ROWS ARENA_MIB ROUNDS".into());
+    let usage = "usage: arrow-worker-prewarm off|shipped|forced quick|full ROUNDS";
+    let [variant, scale, rounds] = args.as_slice() else {
+        return Err(usage.into());
     };
-    let number = |name: &str, s: &str| {
-        s.parse::<usize>()
-            .map_err(|_| format!("{name} must be a whole number, not {s:?}"))
+    let (rows, arena_mib) = match scale.as_str() {
+        "full" => (300_000, 256),
+        "quick" => (20_000, 64),
+        _ => return Err(usage.into()),
     };
-    let (rows, rounds) = (number("ROWS", rows)?, number("ROUNDS", rounds)?);
-    let bytes = number("ARENA_MIB", arena_mib)? << 20;
+    let rounds: usize = rounds.parse().map_err(|_| usage.to_owned())?;
+    let bytes = arena_mib << 20;
     let (arena, warm_code) = match variant.as_str() {
         "off" => (ArenaPrewarm::Off, false),
         "shipped" => (ArenaPrewarm::Shipped(bytes), true),
@@ -31,11 +39,12 @@ fn main() -> Result<(), String> {
         other => return Err(format!("unknown variant {other:?}")),
     };
     let allocator = shared::allocator::name();
+    let work = format!("{rows} orders grouped by customer");
     if matches!(arena, ArenaPrewarm::Shipped(_)) && !arena::supported() {
         let why = NotStarted::Unsupported(allocator).to_string();
         println!(
             "{}",
-            serde_json::json!({"allocator": allocator, "variant": variant, "refused": why})
+            serde_json::json!({"work": work, "arena_mib": arena_mib, "allocator": allocator, "variant": variant, "refused": why})
         );
         return Ok(());
     }
@@ -52,6 +61,8 @@ fn main() -> Result<(), String> {
     println!(
         "{}",
         serde_json::json!({
+            "work": work,
+            "arena_mib": arena_mib,
             "allocator": allocator,
             "variant": variant,
             "prewarm_ms": trial.prewarm.map(|d| d.as_secs_f64() * 1e3),

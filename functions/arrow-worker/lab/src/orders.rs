@@ -84,3 +84,35 @@ pub fn stored(n: u64, ms: i64) -> HashMap<String, AttributeValue> {
     }
     item
 }
+
+/// PutItem calls in flight at once.
+const AT_ONCE: usize = 200;
+
+/// Write orders `from..to` into `table` with `client`, created as
+/// [`created_at_ms`] says (on the day starting at `day_start_s`, if given).
+pub async fn write(
+    client: &aws_sdk_dynamodb::Client,
+    table: &str,
+    (from, to): (u64, u64),
+    day_start_s: Option<i64>,
+) -> Result<(), String> {
+    let orders: Vec<u64> = (from..to).collect();
+    for chunk in orders.chunks(AT_ONCE) {
+        let puts = chunk.iter().map(|&n| {
+            client
+                .put_item()
+                .table_name(table)
+                .set_item(Some(stored(n, created_at_ms(n, day_start_s))))
+                .send()
+        });
+        for outcome in futures::future::join_all(puts).await {
+            outcome.map_err(|e| {
+                format!(
+                    "writing the orders: {}",
+                    aws_sdk_dynamodb::error::DisplayErrorContext(e)
+                )
+            })?;
+        }
+    }
+    Ok(())
+}

@@ -18,9 +18,14 @@ lab_probes::declare_allocator!();
 /// One request, for the report.
 const REQUEST: &str = "an SQS batch of 10 new orders";
 
-struct Orders(Handler<MemoryOrders, MemoryDeadLetters>);
+/// The handler, and the requests that fill its cache.
+struct Orders(Handler<MemoryOrders, MemoryDeadLetters>, usize);
 
 impl Work for Orders {
+    fn warm_up(&self) -> usize {
+        self.1
+    }
+
     async fn serve(&self, n: u64) -> Result<bool, String> {
         let records = sample::records(n * 10..n * 10 + 10, sample::body);
         let deadline = Deadline::at(Instant::now() + concurrency::DEADLINE);
@@ -38,7 +43,9 @@ async fn main() -> Result<(), String> {
         let (init, config) = shared::start(env, Config::from_env).map_err(text)?;
         let store = MemoryOrders::accept_all().delay(store_time(env)?);
         let handler = Handler::new(store, MemoryDeadLetters::new(), &config);
-        Ok((Orders(handler), init.vcpus.share))
+        // Ten orders a request.
+        let fill = config.cache_capacity.get() / 10;
+        Ok((Orders(handler, fill), init.vcpus.share))
     })
     .await
 }

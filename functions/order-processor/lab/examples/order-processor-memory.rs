@@ -1,17 +1,20 @@
 //! Performance-lab probe: the real order-processor handler (a store that keeps
 //! nothing instead of DynamoDB) driven through a traffic pattern, printing one
-//! JSON line: RSS after invocations, records per second of handler time.
+//! JSON line: RSS after invocations, records per second of handler time (the
+//! lab's `memory` contract, `tools/lab/src/memory.rs`).
 //!
-//! `order-processor-memory POLICY PHASE...` (run by `cargo xtask lab`)
+//! `order-processor-memory POLICY CAPACITY PHASE...` (run by `cargo xtask lab`)
 //! - POLICY: `template` applies `MEMORY_RETURN` as `shared::start` does (the
 //!   template sets `prompt`); `library-defaults` leaves the allocator as shipped.
-//! - PHASE: `INVOCATIONSxORDERS@GAP_MS`, e.g. `10000x10@0` (a burst) or
+//! - CAPACITY: the bound of what the handler keeps between invocations, here
+//!   its idempotency cache (`CACHE_CAPACITY`).
+//! - PHASE: `INVOCATIONSxRECORDS@GAP_MS`, e.g. `10000x10@0` (a burst) or
 //!   `300x1@100` (one order every 100 ms). Between invocations the process
 //!   sleeps, as a Lambda sandbox idles between requests.
 //!
-//! The function's settings come from the environment, as on Lambda
-//! (`TABLE_NAME`, `DEAD_LETTER_QUEUE_URL`, `CACHE_CAPACITY`, `MEMORY_RETURN`);
-//! dead letters stay in memory.
+//! The function's other settings come from the environment, as on Lambda
+//! (`TABLE_NAME`, `DEAD_LETTER_QUEUE_URL`, `MEMORY_RETURN`); dead letters stay
+//! in memory.
 
 use order_processor::config::Config;
 use order_processor::handler::Handler;
@@ -21,7 +24,13 @@ use order_processor_testkit::store::MemoryOrders;
 use shared::allocator::{self, Policy};
 use shared::config::ProcessEnv;
 use shared::invocation::Deadline;
+use std::num::NonZeroUsize;
 use std::time::{Duration, Instant};
+
+/// What the lab's report says runs.
+const HANDLER: &str = "The real handler (validation, idempotency cache, partial batch failures) with a \
+     store that keeps nothing, on a multi-thread tokio runtime as in the function; each record a \
+     distinct order";
 
 /// Most RSS samples per phase without gaps (a burst is sampled evenly).
 const SAMPLES_PER_BURST: u64 = 500;
@@ -33,7 +42,7 @@ struct Phase {
 }
 
 fn parse_phase(text: &str) -> Result<Phase, String> {
-    let bad = || format!("phase {text:?}: expected INVOCATIONSxORDERS@GAP_MS, e.g. 100x10@0");
+    let bad = || format!("phase {text:?}: expected INVOCATIONSxRECORDS@GAP_MS, e.g. 100x10@0");
     let (counts, gap) = text.split_once('@').ok_or_else(bad)?;
     let (invocations, orders) = counts.split_once('x').ok_or_else(bad)?;
     let number = |s: &str| s.parse::<u64>().map_err(|_| bad());
@@ -49,9 +58,11 @@ lab_probes::declare_allocator!();
 #[tokio::main]
 async fn main() -> Result<(), String> {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let (policy, phases) = args
-        .split_first()
-        .ok_or("usage: order-processor-memory template|library-defaults PHASE...")?;
+    let usage = "usage: order-processor-memory template|library-defaults CAPACITY PHASE...";
+    let [policy, capacity, phases @ ..] = args.as_slice() else {
+        return Err(usage.to_owned());
+    };
+    let capacity: NonZeroUsize = capacity.parse().map_err(|_| usage.to_owned())?;
     let settings = match policy.as_str() {
         "template" => {
             allocator::apply(Policy::from_env(&ProcessEnv).map_err(|e| e.to_string())?)?.to_string()
@@ -63,7 +74,10 @@ async fn main() -> Result<(), String> {
         .iter()
         .map(|p| parse_phase(p))
         .collect::<Result<Vec<_>, _>>()?;
-    let config = Config::from_env(&ProcessEnv).map_err(|e| e.to_string())?;
+    let config = Config {
+        cache_capacity: capacity,
+        ..Config::from_env(&ProcessEnv).map_err(|e| e.to_string())?
+    };
     let handler = Handler::new(
         MemoryOrders::accept_all(),
         MemoryDeadLetters::new(),
@@ -106,6 +120,7 @@ async fn main() -> Result<(), String> {
     println!(
         "{}",
         serde_json::json!({
+            "handler": HANDLER,
             "allocator": allocator::name(),
             "policy": policy,
             "settings": settings,
@@ -113,8 +128,7 @@ async fn main() -> Result<(), String> {
             "records": next_order,
             "failed": failed,
             "busy_seconds": busy.as_secs_f64(),
-            "cache_entries": handler.cache_len(),
-            "cache_capacity": config.cache_capacity,
+            "kept": handler.cache_len(),
             "peak_rss_mib": peak as f64 / f64::from(1 << 20),
             "rss_mib": rss,
         })

@@ -3,13 +3,11 @@
 //! the sample event.
 
 use lab_probes::plan::{self, FirstInvocation, Plan, Request};
+use password_hasher_lab::figures::{BATCH, COST};
 use serde_json::{Value, json};
 
 /// The sample event.
 const HASH_EVENT: &str = include_str!("../../../../events/password-hasher/hash.json");
-/// The power tuning's batch: the bcrypt section's (its `BATCH` and `COST`).
-const POWER_BATCH: usize = 24;
-const POWER_COST: u32 = 10;
 
 fn main() -> Result<(), String> {
     plan::args()?;
@@ -23,8 +21,8 @@ fn main() -> Result<(), String> {
     let sample: Value = serde_json::from_str(HASH_EVENT).map_err(|e| e.to_string())?;
     let mut power = request(
         "typical",
-        format!("a batch of {POWER_BATCH} hashes at cost {POWER_COST} (section 2's)"),
-        hashes(POWER_COST, POWER_BATCH),
+        format!("a batch of {BATCH} hashes at cost {COST} (the bcrypt section's)"),
+        hashes(COST, BATCH),
     );
     power.steady = Some(3);
     plan::print(&Plan {

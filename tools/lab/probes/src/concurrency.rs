@@ -4,8 +4,10 @@
 //! fixed number of clients at a time. Each probe says how to start its
 //! handler and serve request `n` ([`Work`]); [`probe`] does the rest.
 //!
-//! `<name>-concurrency WARM_UP LEVEL:REQUESTS...` (run by `cargo xtask lab`)
-//! - WARM_UP requests first, one at a time, unmeasured;
+//! `<name>-concurrency WARM_UP LEVEL:REQUESTS...` (run by `cargo xtask lab`,
+//! with [`SCALE`] set)
+//! - WARM_UP requests first, one at a time, unmeasured (`fill`: as many as
+//!   the handler needs to fill what it keeps, [`Work::warm_up`]);
 //! - then each LEVEL: REQUESTS requests by LEVEL clients at once, each sending
 //!   its next request when its last is answered, twice: a warm-up pass, then
 //!   the measured pass. RSS is sampled every few milliseconds.
@@ -25,12 +27,26 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 pub const DEADLINE: Duration = Duration::from_secs(120);
 /// How often RSS is sampled while requests run.
 const SAMPLE_EVERY: Duration = Duration::from_millis(5);
+/// The setting that tells a probe the lab's scale, `quick` or `full` (its
+/// requests may be smaller in quick mode).
+pub const SCALE: &str = "LAB_SCALE";
 
 /// One function's handler, ready to serve.
 pub trait Work: Send + Sync + 'static {
     /// Serve request number `n`: whether it was answered (`false`: refused
     /// as `Busy`), or what went wrong.
     fn serve(&self, n: u64) -> impl Future<Output = Result<bool, String>> + Send;
+
+    /// Requests that fill what the handler keeps between requests (a cache),
+    /// so that RSS is compared once it is full: `WARM_UP` `fill`.
+    fn warm_up(&self) -> usize {
+        0
+    }
+}
+
+/// Whether the lab runs at full scale ([`SCALE`] is not `quick`).
+pub fn full_scale(env: &dyn Env) -> bool {
+    !matches!(env.get(SCALE), Ok(Some(scale)) if scale == "quick")
 }
 
 /// The probe's whole run: cold start with `start` (settings from the
@@ -45,14 +61,17 @@ pub async fn probe<W: Work>(
     let [warm_up, levels @ ..] = args.as_slice() else {
         return Err("usage: WARM_UP LEVEL:REQUESTS...".into());
     };
-    let warm_up: usize = warm_up
-        .parse()
-        .map_err(|_| format!("WARM_UP {warm_up:?}: expected a number"))?;
     let levels = levels
         .iter()
         .map(|l| Level::parse(l))
         .collect::<Result<Vec<_>, _>>()?;
     let (work, vcpus) = start(&ProcessEnv)?;
+    let warm_up = match warm_up.as_str() {
+        "fill" => work.warm_up(),
+        count => count
+            .parse()
+            .map_err(|_| format!("WARM_UP {warm_up:?}: expected a number or `fill`"))?,
+    };
     let measured = drive(Arc::new(work), warm_up, &levels).await?;
     println!(
         "{}",

@@ -1,9 +1,13 @@
 //! What every probe shares, the lab's generic ones (`examples/`) and the
 //! functions' own (`functions/<name>/lab/`): the allocator a build declares,
-//! many invocations at once in one process, and a function's plan.
+//! many invocations at once in one process, a function's plan, a function's
+//! own section of the report, and the charts and medians sections draw.
 
 pub mod concurrency;
 pub mod plan;
+pub mod plot;
+pub mod section;
+pub mod stats;
 
 /// Declare the allocator this build of the probes was asked for: the calling
 /// package's feature `jemalloc`, `snmalloc` or `system`, else mimalloc (the

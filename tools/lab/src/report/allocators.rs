@@ -1,22 +1,21 @@
-//! Sections 1 and 3 of `BENCHMARKS.md` (the allocators under the order
-//! processor's traffic, the Arrow worker's arena pre-warm) and their lines in
-//! "What to pick". They sit between markers, so `cargo xtask lab allocators`
+//! Sections 1 and 2 of `BENCHMARKS.md` (the allocators under the traffic of
+//! the first function with a `memory` probe, the arena pre-warm of the first
+//! with a `prewarm` probe) and their lines in "What to pick". They sit between markers, so `cargo xtask lab allocators`
 //! can replace them in an existing report without running the rest of the lab.
 
 use super::PLOTS;
-use super::splice::{self, Markers};
 use crate::machine::Machine;
 use crate::memory::{GROWTH_BOUND_MIB, Pattern, Run};
-use crate::plot::{self, Chart, Kind, Series};
-use crate::prewarm::{self, Outcome, Row};
+use crate::prewarm::{self, Outcome, Prewarm};
 use crate::probes::{MIMALLOC_3, SHIPPED};
-use crate::scale::Scale;
+use crate::splice::{self, Markers};
+use lab_probes::plot::{self, Chart, Kind, Series};
 use std::fmt::Write as _;
 use std::path::Path;
 
 /// Markers around section 1.
 pub const SECTION: Markers = ("<!-- allocators -->", "<!-- /allocators -->");
-/// Markers around section 3.
+/// Markers around section 2.
 pub const PREWARM: Markers = ("<!-- prewarm -->", "<!-- /prewarm -->");
 /// Markers around the allocator's line in "What to pick".
 pub const PICK: Markers = ("<!-- allocator-pick -->", "<!-- /allocator-pick -->");
@@ -32,22 +31,26 @@ pub fn section(
 ) -> Result<String, String> {
     let mut md = String::new();
     let _ = writeln!(md, "{}", SECTION.0);
+    let first = memory.iter().flat_map(|(_, runs)| runs).next();
     let _ = writeln!(
         md,
-        "## 1. Allocators: RSS and throughput of the order processor\n"
+        "## 1. Allocators: RSS and throughput of {}\n",
+        first.map_or("a function".to_owned(), |run| format!("`{}`", run.function))
     );
     let _ = writeln!(
         md,
-        "Measured on {} (`cargo xtask lab allocators` measures sections 1 and 3 again on their own). \
-         The real handler (validation, idempotency cache, partial batch failures) with a store that keeps \
-         nothing, on a multi-thread tokio runtime as in the function. Every allocator runs as the template \
+        "Measured on {} (`cargo xtask lab allocators` measures sections 1 and 2 again on their own). \
+         {}. Every allocator runs as the template \
          configures it (`MEMORY_RETURN=prompt`, see `shared/src/allocator/`), mimalloc also with its library \
          defaults. `mimalloc` is the 2.x the workspace builds; `{MIMALLOC_3}` is the `mimalloc` crate's \
          default build (3.3.2), not shipped for its open crash reports and measured beside it in the same run. \
          RSS is sampled after invocations; records per second count handler time only. \
          \"Growth\" is the RSS gained after warm-up (burst: after twice the invocations that fill the cache; \
          low traffic: the quiet phase above the spike); it must stay under {GROWTH_BOUND_MIB} MiB.\n",
-        machine.line()
+        machine.line(),
+        first.map_or("The function's handler", |run| run
+            .handler
+            .trim_end_matches('.'))
     );
     if memory.is_empty() {
         let _ = writeln!(md, "{}\n", super::not_measured("memory"));
@@ -59,24 +62,23 @@ pub fn section(
     Ok(md)
 }
 
-/// The report in `dir`, if it has sections 1 and 3 and their lines to replace.
+/// The report in `dir`, if it has sections 1 and 2 and their lines to replace.
 pub fn rewritable(dir: &Path) -> Result<String, String> {
     splice::rewritable(dir, &ALL)
 }
 
-/// Replace sections 1 and 3 and their lines in "What to pick" in the report in `dir`.
+/// Replace sections 1 and 2 and their lines in "What to pick" in the report in `dir`.
 pub fn rewrite(
     dir: &Path,
     memory: &[(Pattern, Vec<Run>)],
-    prewarm: &[Row],
-    scale: Scale,
+    prewarm: Option<&Prewarm>,
     machine: &Machine,
 ) -> Result<(), String> {
     splice::rewrite(
         dir,
         &[
             (SECTION, section(dir, memory, machine)?),
-            (PREWARM, prewarm_section(prewarm, scale)),
+            (PREWARM, prewarm_section(prewarm)),
             (PICK, summary(memory)),
             (PREWARM_PICK, prewarm_summary(prewarm)),
         ],
@@ -149,11 +151,11 @@ fn allocator_pick(md: &mut String, pattern: &Pattern, runs: &[Run], ours: &Run) 
     });
     let _ = writeln!(
         md,
-        "- **Allocator**: the template ships mimalloc 2 with `MEMORY_RETURN=prompt` (`keep` for the Arrow \
-         worker). In this run it was {speed}{policy}.{v3} The least memory: {} ({:.1} MiB, at {:.0}% of \
+        "- **Allocator**: the template ships mimalloc 2 with `MEMORY_RETURN=prompt` (`keep` for a function \
+         that pre-warms its arena). In this run it was {speed}{policy}.{v3} The least memory: {} ({:.1} MiB, at {:.0}% of \
          mimalloc's throughput): pick `system` where a few MiB matter more than that, e.g. at 128 MB. Every \
          configuration stayed within {GROWTH_BOUND_MIB} MiB after warm-up. mimalloc 3 is the one allocator \
-         with which the arena pre-warm keeps its pages (section 3).",
+         with which the arena pre-warm keeps its pages (section 2).",
         leanest.setup.label,
         last_rss(leanest),
         100.0 * leanest.records_per_s / ours.records_per_s.max(f64::MIN_POSITIVE)
@@ -161,16 +163,16 @@ fn allocator_pick(md: &mut String, pattern: &Pattern, runs: &[Run], ours: &Run) 
 }
 
 /// What the pre-warm did where the template uses it.
-pub fn prewarm_summary(prewarm: &[Row]) -> String {
+pub fn prewarm_summary(prewarm: Option<&Prewarm>) -> String {
     let mut md = String::new();
     let _ = writeln!(md, "{}", PREWARM_PICK.0);
-    if prewarm.is_empty() {
+    let Some(Prewarm { function, rows, .. }) = prewarm else {
         let _ = writeln!(md, "{}", PREWARM_PICK.1);
         return md;
-    }
+    };
     // First invocation / steady and first faults of `allocator`'s `variant`.
     let measured = |allocator: &str, variant: &str| {
-        prewarm.iter().find_map(|r| match r.outcome {
+        rows.iter().find_map(|r| match r.outcome {
             Outcome::Measured {
                 first_ms,
                 steady_ms,
@@ -194,7 +196,7 @@ pub fn prewarm_summary(prewarm: &[Row]) -> String {
     if let Some(effect) = effect(SHIPPED, shipped) {
         let _ = writeln!(
             md,
-            "- **Arena pre-warm** (Arrow worker, mimalloc): {effect}."
+            "- **Arena pre-warm** (`{function}`, mimalloc): {effect}."
         );
     } else if let Some(forced) = effect(SHIPPED, forced) {
         let v3 = effect(MIMALLOC_3, shipped).map_or(String::new(), |effect| {
@@ -202,7 +204,7 @@ pub fn prewarm_summary(prewarm: &[Row]) -> String {
         });
         let _ = writeln!(
             md,
-            "- **Arena pre-warm** (Arrow worker): not with the shipped mimalloc 2, which fills each \
+            "- **Arena pre-warm** (`{function}`): not with the shipped mimalloc 2, which fills each \
              thread's own segment with fresh pages first (forced: {forced}).{v3}"
         );
     }
@@ -249,7 +251,11 @@ fn pattern_section(
     plot::write_svg(
         &dir.join(&file),
         &Chart {
-            title: &format!("Order processor RSS, {}", pattern.name),
+            title: &format!(
+                "{} RSS, {}",
+                runs.first().map_or("", |r| r.function.as_str()),
+                pattern.name
+            ),
             x_label: "invocation",
             y_label: "RSS (MiB)",
             kind: Kind::Lines,
@@ -261,30 +267,36 @@ fn pattern_section(
     Ok(())
 }
 
-pub fn prewarm_section(prewarm: &[Row], scale: Scale) -> String {
+pub fn prewarm_section(prewarm: Option<&Prewarm>) -> String {
     let mut md = String::new();
     let _ = writeln!(md, "{}", PREWARM.0);
-    let (rows, arena_mib) = prewarm::rows(scale);
+    let Some(Prewarm {
+        function,
+        work,
+        arena_mib,
+        rows,
+    }) = prewarm
+    else {
+        let _ = writeln!(md, "## 2. Arena pre-warm: a function's first invocation\n");
+        let _ = writeln!(md, "{}\n\n{}", super::not_measured("prewarm"), PREWARM.1);
+        return md;
+    };
     let _ = writeln!(
         md,
-        "## 3. Arena pre-warm: the Arrow worker's first invocation\n"
+        "## 2. Arena pre-warm: `{function}`'s first invocation\n"
     );
     let _ = writeln!(
         md,
-        "{rows} orders grouped by customer; each row the median of fresh processes (`MEMORY_RETURN=keep`, \
+        "{work}; each row the median of fresh processes (`MEMORY_RETURN=keep`, \
          arena {arena_mib} MiB, 4 KiB pages for mimalloc). \"Steady\" is the median of the later invocations. \
          The template pre-warms only with mimalloc 3: the others, the shipped mimalloc 2 among them, do not reliably reuse pages freed by another \
          thread (\"forced\" shows what pre-warming would give them).\n"
     );
-    if prewarm.is_empty() {
-        let _ = writeln!(md, "{}\n\n{}", super::not_measured("prewarm"), PREWARM.1);
-        return md;
-    }
     let _ = writeln!(
         md,
         "| allocator | variant | pre-warm ms (background) | first ms | steady ms | first / steady | first faults | steady faults |\n|---|---|---:|---:|---:|---:|---:|---:|"
     );
-    for row in prewarm {
+    for row in rows {
         match &row.outcome {
             Outcome::Refused(why) => {
                 let _ = writeln!(

@@ -1,10 +1,10 @@
-//! Section 4 of `BENCHMARKS.md`: each function's init duration and the size
+//! Section 3 of `BENCHMARKS.md`: each function's init duration and the size
 //! of its bootstrap, with and without its tracing exporter. It sits between
 //! markers, so `cargo xtask lab cold-start` can replace it in an existing
 //! report without running the rest of the lab.
 
-use super::splice::{self, Markers};
 use crate::cold_start::{BUILD_DIRS, Row};
+use crate::splice::{self, Markers};
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -19,7 +19,7 @@ fn mib(value: Option<f64>) -> String {
 pub fn section(rows: &Option<Vec<Row>>) -> String {
     let mut md = String::new();
     let _ = writeln!(md, "{}", SECTION.0);
-    let _ = writeln!(md, "## 4. Cold start and binary size\n");
+    let _ = writeln!(md, "## 3. Cold start and binary size\n");
     let Some(rows) = rows else {
         let _ = writeln!(
             md,

@@ -1,14 +1,14 @@
-//! Section 8 of `BENCHMARKS.md`: many requests in one environment (Lambda
+//! Section 6 of `BENCHMARKS.md`: many requests in one environment (Lambda
 //! Managed Instances). Between markers, so `cargo xtask lab concurrency` can
 //! replace it in an existing report.
 
-use super::splice::{self, Markers};
 use crate::concurrency::{
     Concurrency, GROWTH_BOUND_MIB, GROWTH_BOUND_SHARE, Level, Measured, Run, SHIPPED, STORE_MS,
 };
 use crate::machine::Machine;
-use crate::plot::{self, Chart, Kind, Series};
 use crate::power;
+use crate::splice::{self, Markers};
+use lab_probes::plot::{self, Chart, Kind, Series};
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -24,11 +24,23 @@ pub fn section(dir: &Path, measured: &Measurement, machine: &Machine) -> Result<
     let _ = writeln!(md, "{}", SECTION.0);
     let _ = writeln!(
         md,
-        "## 8. Many requests in one environment (Lambda Managed Instances)\n"
+        "## 6. Many requests in one environment (Lambda Managed Instances)\n"
     );
     let measured = match measured {
         Err(why) => {
             let _ = writeln!(md, "Not measured: {why}.\n\n{}", SECTION.1);
+            return Ok(md);
+        }
+        Ok(measured) if measured.functions.is_empty() => {
+            let _ = writeln!(
+                md,
+                "{}\n\n{}",
+                super::not_measured("concurrency").replace(
+                    "has a",
+                    "that Managed Instances can run (`PerExecutionEnvironmentMaxConcurrency`) has a"
+                ),
+                SECTION.1
+            );
             return Ok(md);
         }
         Ok(measured) => measured,
@@ -131,8 +143,9 @@ fn advice(md: &mut String, measured: &Concurrency) {
     let _ = writeln!(
         md,
         "**Which allocator on Managed Instances.** Throughput at each function's maximum concurrency, \
-         as a share of the best allocator's, averaged over the three functions, and the RSS the three \
-         add per extra request in flight:\n"
+         as a share of the best allocator's, averaged over the {} functions, and the RSS they \
+         add per extra request in flight (summed):\n",
+        measured.functions.len()
     );
     let _ = writeln!(
         md,
@@ -151,8 +164,9 @@ fn advice(md: &mut String, measured: &Concurrency) {
             let _ = writeln!(
                 md,
                 "\n{leanest} adds the least memory per extra request in flight ({lean:.2} MiB over the \
-                 three functions, {SHIPPED} {ours:.2} MiB): the pick where memory, not CPU, bounds an \
-                 environment (a lower memory per vCPU, or far more requests at once than here)."
+                 {} functions, {SHIPPED} {ours:.2} MiB): the pick where memory, not CPU, bounds an \
+                 environment (a lower memory per vCPU, or far more requests at once than here).",
+                measured.functions.len()
             );
         }
         let verdict = match shipped {

@@ -1,17 +1,17 @@
-//! Section 7 of `BENCHMARKS.md`: the first invocation against the steady
+//! Section 5 of `BENCHMARKS.md`: the first invocation against the steady
 //! state, on the functions' own bootstraps under their CPU shares, over TLS.
 //! It sits between markers, so `cargo xtask lab first-invocation` can replace
 //! it in an existing report without running the rest of the lab.
 
-use super::splice::{self, Markers};
 use crate::export::Export;
 use crate::first_invocation::{
     FIRST_OVER_STEADY_GOAL, FirstInvocation, NO_CONNECTIONS, NOT_SAMPLED, SHIPPED, STEADY,
     TRACING_OFF, Variant, worst_shipped,
 };
 use crate::machine::Machine;
-use crate::stats::median;
+use crate::splice::{self, Markers};
 use crate::tls;
+use lab_probes::stats::median;
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -27,7 +27,7 @@ pub fn section(measured: &Measured, machine: &Machine) -> String {
     let _ = writeln!(md, "{}", SECTION.0);
     let _ = writeln!(
         md,
-        "## 7. The first invocation against the steady state, as users meet it\n"
+        "## 5. The first invocation against the steady state, as users meet it\n"
     );
     let measured = match measured {
         Err(why) => {
@@ -63,10 +63,10 @@ fn intro(md: &mut String, measured: &FirstInvocation, machine: &Machine) {
          invocations without init (`INVOKE RTDONE`; steady: the median of the {STEADY} after the first); \
          \"cold\" is what a caller waits for at an on-demand cold start, init and first invocation, \
          request to answer. With provisioned concurrency init happens ahead of traffic: \"first\" is \
-         then what the caller waits for. \"Faults\" are the first invocation's minor page faults (the \
-         Arrow worker reports them; the process's, so with `PREWARM=background` they include the \
-         pre-warm thread's), and \"CPU\" the CPU time of the first and of a steady invocation (the \
-         Arrow worker's `run.cpu_ms`, all threads; under a CPU share a wall time also depends on \
+         then what the caller waits for. \"Faults\" are the first invocation's minor page faults, where the \
+         function reports them (`run.minor_faults` in its answer; the process's, so with \
+         `PREWARM=background` they include the pre-warm thread's), and \"CPU\" the CPU time of the \
+         first and of a steady invocation (its `run.cpu_ms`, all threads; under a CPU share a wall time also depends on \
          where the work falls in the quota's 100 ms period, the CPU time does not). \"Handshakes\" count TLS handshakes during the invocations, beyond \
          the connections opened at init.\n",
         machine.line(),
@@ -251,7 +251,7 @@ fn export_table(md: &mut String, export: &Export) {
         md,
         "\nWhy spans go to the X-Ray daemon (`tools/lab/src/export.rs`, probe \
          `tools/lab/probes/examples/lab_export.rs`): the time an invocation spends handing off its \
-         spans (an order processor's batch of ten: {} spans), per way out of a Lambda function, as a \
+         spans (an SQS batch of ten records: {} spans), per way out of a Lambda function, as a \
          function at {} MB (its CPU share), one environment, {} rounds with the three paths \
          interleaved. The daemon is outside the environment, as Lambda's is; the OTLP collector runs \
          inside it, as a collector extension does, and its answer is awaited (what an exporter \

@@ -1,13 +1,13 @@
-//! Section 5 of `BENCHMARKS.md` (measured power tuning) and its line in the
+//! Section 4 of `BENCHMARKS.md` (measured power tuning) and its line in the
 //! summary. Both sit between markers, so `cargo xtask lab power` can replace
 //! them in an existing report without running the rest of the lab.
 
 use super::PLOTS;
-use super::splice::{self, Markers};
 use crate::machine::Machine;
-use crate::plot::{self, Chart, Kind, Series};
 use crate::power::{self, Outcome, Row, Source};
+use crate::splice::{self, Markers};
 use crate::tuning::Curve;
+use lab_probes::plot::{self, Chart, Kind, Series};
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -25,7 +25,7 @@ pub fn summary(tuning: &Tuning) -> String {
     if let Ok(curves) = tuning {
         let _ = writeln!(
             md,
-            "- **Memory size** (section 5, measured under each size's CPU share; ms per invocation, $ per million on x86_64):"
+            "- **Memory size** (section 4, measured under each size's CPU share; ms per invocation, $ per million on x86_64):"
         );
         for curve in curves {
             let (rows, _) = power::rows(&curve.points);
@@ -76,7 +76,7 @@ fn picks(rows: &[Row], template_mb: u64) -> String {
 pub fn section(dir: &Path, tuning: &Tuning, machine: &Machine) -> Result<String, String> {
     let mut md = String::new();
     let _ = writeln!(md, "{}", SECTION.0);
-    let _ = writeln!(md, "## 5. Power tuning, measured\n");
+    let _ = writeln!(md, "## 4. Power tuning, measured\n");
     match tuning {
         Err(why) => {
             let _ = writeln!(md, "Not measured: {why}.\n");
@@ -119,7 +119,7 @@ fn intro(md: &mut String, curves: &[Curve], machine: &Machine) {
          the price (x86_64 ${} and arm64 ${} per GB-second) + ${:.2} for the requests; the arm64 column prices \
          the same duration (Graviton is not measured here). DynamoDB Local runs on the same machine, outside \
          the quota. On a busy machine the figures are noisy; the shape of each curve is what to read. On \
-         Lambda Managed Instances a function is billed per instance, not per millisecond: section 8 gives \
+         Lambda Managed Instances a function is billed per instance, not per millisecond: section 6 gives \
          each function's cost per million requests there beside its on-demand cost.\n",
         power::X86_64_GB_SECOND,
         power::ARM64_GB_SECOND,

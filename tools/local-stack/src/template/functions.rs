@@ -306,14 +306,15 @@ mod tests {
         let mut binaries: Vec<_> = functions.iter().map(|f| f.binary.clone()).collect();
         binaries.sort();
         // One per crate under functions/ (in a user's project, also the
-        // functions `cargo xtask new-function` added).
+        // functions `cargo xtask new-function` added); its README is none.
         let crates =
             std::fs::read_dir(crate::workspace_root().join("functions")).expect("functions/");
         let mut crates: Vec<String> = crates
-            .map(|entry| {
-                entry
-                    .expect("functions/")
-                    .file_name()
+            .map(|entry| entry.expect("functions/").path())
+            .filter(|path| path.join("Cargo.toml").is_file())
+            .map(|path| {
+                path.file_name()
+                    .unwrap_or_default()
                     .to_string_lossy()
                     .into_owned()
             })

@@ -1,19 +1,18 @@
-//! Section 6 of `BENCHMARKS.md`: the fan-out against one function as the
-//! orders table grows. It sits between markers, so `cargo xtask lab fan-out`
-//! can replace it in an existing report without running the rest of the lab.
+//! The Arrow worker's section of `BENCHMARKS.md` (`lab_probes::section`):
+//! the fan-out against one function as the orders table grows, and the daily
+//! report's rate. It needs the release bootstrap, so `--quick` says so.
 
-use super::splice::{self, Markers};
-use crate::fan_out::ORDERS_PER_CUSTOMER;
-use crate::fan_out::{DayReport, Measured};
-use crate::machine::Machine;
+use crate::fan_out::{self, DayReport, Measured, ORDERS_PER_CUSTOMER};
+use lab_probes::section::{Context, Section};
 use std::fmt::Write as _;
-use std::path::Path;
 
-/// Markers around the section.
-pub const SECTION: Markers = ("<!-- fan-out -->", "<!-- /fan-out -->");
+/// The vCPUs Lambda gives `memory_mb` on demand.
+fn vcpus(memory_mb: u32) -> f64 {
+    local_stack::cgroup::Share::of(u64::from(memory_mb), None).vcpus()
+}
 
-/// What was measured, or why nothing was.
-pub type FanOut = Result<Measured, String>;
+/// The section's heading.
+const TITLE: &str = "Past one function: the Step Functions fan-out against one function";
 
 /// Seconds of the function's CPU a daily report may use at the template's
 /// 120 s timeout, leaving the deadline's margin and the report's write.
@@ -23,30 +22,38 @@ fn cell(value: Option<f64>, decimals: usize) -> String {
     value.map_or_else(|| "-".to_owned(), |v| format!("{v:.decimals$}"))
 }
 
-/// The section, between its markers.
-pub fn section(fan_out: &FanOut, machine: &Machine) -> String {
-    let mut md = String::new();
-    let _ = writeln!(md, "{}", SECTION.0);
-    let _ = writeln!(
-        md,
-        "## 6. Past one function: the Step Functions fan-out against one function\n"
-    );
-    let Measured { rows, days } = match fan_out {
-        Err(why) => {
-            let _ = writeln!(md, "Not measured: {why}.\n");
-            let _ = writeln!(md, "{}", SECTION.1);
-            return md;
-        }
-        Ok(measured) => measured,
+/// Measure (at full scale only), then write the section.
+pub fn measure(context: &Context) -> Result<Section, String> {
+    let body = if context.full {
+        let tick = |step: &str| eprintln!("lab: {step}");
+        text(&fan_out::measure(&tick)?, &context.machine)
+    } else {
+        "Not measured: not in quick mode (it needs the release builds).\n".to_owned()
     };
+    Ok(Section {
+        title: TITLE.to_owned(),
+        body,
+        held: Vec::new(),
+        broke: Vec::new(),
+    })
+}
+
+/// The text under the heading.
+fn text(measured: &Measured, machine: &str) -> String {
+    let mut md = String::new();
+    let Measured {
+        rows,
+        days,
+        memory_mb,
+    } = measured;
     let _ = writeln!(
         md,
-        "Measured on {} (`cargo xtask lab fan-out` measures this section again on its own). The Arrow \
+        "Measured on {} (`cargo xtask lab section arrow-worker` measures this section again on its own). The Arrow \
          worker's release bootstrap under the runtime interface emulator with its template limits \
-         (1,769 MB: one vCPU of time, as on Lambda) and the arena pre-warm off (`ARENA_MIB=0`: its pages \
+         ({} MB: {:.2} vCPU of time, as on Lambda) and the arena pre-warm off (`ARENA_MIB=0`: its pages \
          would be the peak whatever the work), two execution environments, DynamoDB Local holding \
-         the orders ({ORDERS_PER_CUSTOMER} per customer, in four currencies, in the order processor's schema, written by the \
-         worker's `prepare` probe), the template's state machine on the local Step Functions engine with S3 \
+         the orders ({ORDERS_PER_CUSTOMER} per customer, in four currencies, in the order processor's schema, written by this \
+         function's lab crate), the template's state machine on the local Step Functions engine with S3 \
          (moto), all on loopback without TLS. The query aggregates by customer (`limit` 20,000). \
          \"Seconds\" run from the request to the answer, cold starts included; \"peak\" is the highest \
          memory peak of an environment's cgroup (emulator and function; the merge runs in one of them); \
@@ -59,7 +66,9 @@ pub fn section(fan_out: &FanOut, machine: &Machine) -> String {
          two cores with the functions, so the fan-out's width buys less here than on AWS, where each \
          segment has its own vCPU and DynamoDB scales its partitions. \"Out of time\": the one \
          function reached its deadline (`DeadlineTooShort`, the template's 120 s) before its last page.\n",
-        machine.line()
+        machine,
+        memory_mb,
+        vcpus(*memory_mb),
     );
     let _ = writeln!(
         md,
@@ -88,13 +97,12 @@ pub fn section(fan_out: &FanOut, machine: &Machine) -> String {
         }
     }
     let _ = writeln!(md);
-    daily_report(&mut md, days);
-    let _ = writeln!(md, "{}", SECTION.1);
+    daily_report(&mut md, days, *memory_mb);
     md
 }
 
 /// The daily report's table: one function reading one day.
-fn daily_report(md: &mut String, days: &[DayReport]) {
+fn daily_report(md: &mut String, days: &[DayReport], memory_mb: u32) {
     let _ = writeln!(
         md,
         "### The daily report: how large a day one invocation reads
@@ -108,12 +116,13 @@ fn daily_report(md: &mut String, days: &[DayReport]) {
          by side and added up as it arrives. \"Seconds\" is the invocation's duration and \"CPU\" the \
          function's CPU time in it (every thread), both as the worker measured them (`run`). Here \
          DynamoDB Local, on the same two cores, sets the pace; the function's CPU per order (SDK \
-         parsing, Arrow batches, adding up) is its own ceiling: at the template's 1,769 MB it has one \
-         vCPU, so \"a day in {REPORT_CPU_SECONDS:.0} s of CPU\" is the most orders one invocation can \
+         parsing, Arrow batches, adding up) is its own ceiling: at the template's {memory_mb} MB it has \
+         {vcpus:.2} vCPU, so \"a day in {REPORT_CPU_SECONDS:.0} s of CPU\" is the most orders one invocation can \
          add up within the template's 120 s timeout however fast DynamoDB answers. The day index takes \
          about 1,000 writes a second per shard, so a day can hold up to about {ceiling} million orders. \
          A day that one invocation does not read within its share of the time goes to the report \
          state machine, a slice of time of one shard per segment (functions/arrow-worker/README.md).\n",
+        vcpus = vcpus(memory_mb),
         shards = shared::orders::DAY_SHARDS,
         ceiling = u64::from(shared::orders::DAY_SHARDS) * 86_400 / 1_000,
     );
@@ -136,16 +145,6 @@ fn daily_report(md: &mut String, days: &[DayReport]) {
         );
     }
     let _ = writeln!(md);
-}
-
-/// The report in `dir`, if [`rewrite`] can replace its fan-out section.
-pub fn rewritable(dir: &Path) -> Result<String, String> {
-    splice::rewritable(dir, &[SECTION])
-}
-
-/// Replace the fan-out section of the report in `dir`.
-pub fn rewrite(dir: &Path, fan_out: &FanOut, machine: &Machine) -> Result<(), String> {
-    splice::rewrite(dir, &[(SECTION, section(fan_out, machine))])
 }
 
 #[cfg(test)]
@@ -185,7 +184,14 @@ mod tests {
             seconds: 12.5,
             cpu_seconds: 0.5,
         }];
-        let md = section(&Ok(Measured { rows, days }), &Machine::here());
+        let md = text(
+            &Measured {
+                rows,
+                days,
+                memory_mb: 1769,
+            },
+            "2 core(s)",
+        );
         assert!(
             md.contains("| 1000 | 200 | one function | 2.5 | 100 | - | 7.0 |"),
             "{md}"
@@ -202,8 +208,5 @@ mod tests {
             md.contains("| 50000 | 40 | 12.5 | 0.50 | 100000 | 11.0 million |"),
             "{md}"
         );
-        assert!(md.starts_with(SECTION.0) && md.trim_end().ends_with(SECTION.1));
-        let skipped = section(&Err("no limits".into()), &Machine::here());
-        assert!(skipped.contains("Not measured: no limits."), "{skipped}");
     }
 }

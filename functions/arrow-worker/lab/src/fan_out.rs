@@ -1,8 +1,7 @@
-//! The fan-out against one function, as the orders table grows: the release
-//! bootstrap (`sam build`) of the function the template's state machine fans
-//! out to (the Arrow worker's), under the emulator with its template limits,
-//! DynamoDB Local holding the orders (written by the function's `prepare`
-//! probe, five per customer), and the template's state machine on
+//! The fan-out against one function, as the orders table grows: this
+//! function's release bootstrap (`sam build`) under the emulator with its
+//! template limits, DynamoDB Local holding the orders (written as
+//! [`crate::orders`] says, five per customer), and the template's state machine on
 //! the local Step Functions engine with S3 (moto). For each table size: one
 //! function aggregating by customer, then the state machine over 16 and over
 //! 64 segments: wall time from request to answer (cold starts included, as a
@@ -15,24 +14,25 @@
 //! its wall time and the function's own CPU time per row, which bound the
 //! day one invocation reads within its timeout.
 
-use super::cold_start::{BUILD_DIRS, bootstrap};
-use super::plan;
-use super::probes::Probes;
-use super::report::FanOut;
-use super::stack::{Tables, logs_dir};
+use crate::orders;
+use local_stack::dynamodb_local::{self, DynamoDbLocal};
+use local_stack::elasticmq;
+use local_stack::jvm::Compiler;
 use local_stack::lambda_api::{LambdaApi, Served};
+use local_stack::local_aws::{self, NO_SERVER};
 use local_stack::moto::{self, Moto};
 use local_stack::pool::{Overflow, Pool, Size};
 use local_stack::step_functions::{self, Client};
 use local_stack::template::{Function, Template};
-use local_stack::{cgroup, local_aws, process, tools, workspace_root};
+use local_stack::{cgroup, process, tools, workspace_root};
 use serde_json::{Value, json};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// Orders per customer in the tables the `prepare` probe writes.
-pub const ORDERS_PER_CUSTOMER: u64 = 5;
+pub use orders::ORDERS_PER_CUSTOMER;
+/// This function's binary.
+const BINARY: &str = "arrow-worker";
 /// Table sizes measured, in orders.
 pub const ROWS: [u64; 4] = [25_000, 50_000, 100_000, 200_000];
 /// Fan-out widths measured.
@@ -54,6 +54,8 @@ pub struct Measured {
     pub rows: Vec<Row>,
     /// The daily report, per day size.
     pub days: Vec<DayReport>,
+    /// The function's memory size in the template.
+    pub memory_mb: u32,
 }
 
 /// One daily report of a day of `orders` orders.
@@ -94,44 +96,77 @@ pub struct Row {
     pub measures: Vec<Measure>,
 }
 
-/// The function a state machine of `template` calls that has a `prepare`
-/// probe, with its settings as the lab runs it.
-fn fanned_out(template: &Template, probes: &Probes) -> Result<Option<Function>, String> {
-    let machines = step_functions::state_machines(template)?;
-    let functions = plan::functions(template)?;
-    let called = |f: &&Function| {
-        let arn = step_functions::function_arn(&f.logical_id);
-        machines
-            .iter()
-            .any(|m| m.definition.to_string().contains(&arn))
-    };
-    Ok(probes.offering(&functions, "prepare").find(called).cloned())
+/// This function as the template declares it, a queue it names a URL on a
+/// closed local port (nothing here sends there).
+fn this_function(template: &Template) -> Result<Function, String> {
+    let queues = template.queues()?;
+    let mut spec = template
+        .functions()?
+        .into_iter()
+        .find(|f| f.binary == BINARY)
+        .ok_or_else(|| format!("no {BINARY} in the template"))?;
+    spec.env = elasticmq::with_queue_urls(&spec.env, &queues, NO_SERVER);
+    Ok(spec)
 }
 
-/// Measure every table size, then every day size, or say why not (no such
-/// function). Needs the x86_64 release bootstrap of the function.
-pub fn measure(probes: &Probes, tick: &dyn Fn(&str)) -> Result<FanOut, String> {
+/// DynamoDB Local with the template's tables, and a client of it.
+struct Tables {
+    dynamodb: DynamoDbLocal,
+    runtime: tokio::runtime::Runtime,
+    client: aws_sdk_dynamodb::Client,
+}
+
+impl Tables {
+    fn start(template: &Template, log: &Path) -> Result<Self, String> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| e.to_string())?;
+        let dynamodb = DynamoDbLocal::start(log, Compiler::Peak)?;
+        let client = dynamodb.client();
+        runtime.block_on(dynamodb_local::create_tables(template, &client))?;
+        Ok(Self {
+            dynamodb,
+            runtime,
+            client,
+        })
+    }
+
+    /// Write orders `range` into `spec`'s table (on the day starting at `day`, if given).
+    fn write(&self, spec: &Function, range: (u64, u64), day: Option<i64>) -> Result<(), String> {
+        let table = spec
+            .env
+            .iter()
+            .find(|(name, _)| name == "TABLE_NAME")
+            .map(|(_, value)| value.clone())
+            .ok_or("no TABLE_NAME in the function's settings")?;
+        self.runtime
+            .block_on(orders::write(&self.client, &table, range, day))
+    }
+}
+
+/// Measure every table size, then every day size. Needs the x86_64 release
+/// bootstrap of the function (`sam build`).
+pub fn measure(tick: &dyn Fn(&str)) -> Result<Measured, String> {
     let template = Template::load(&workspace_root().join("template.yaml"))?;
-    let Some(spec) = fanned_out(&template, probes)? else {
-        return Ok(Err(
-            "no function that a state machine of the template fans out to has a `prepare` probe"
-                .to_owned(),
-        ));
-    };
-    let binary = bootstrap(BUILD_DIRS[0].1, &spec.logical_id);
+    let spec = this_function(&template)?;
+    let binary = workspace_root()
+        .join(local_stack::sam::X86_64_BUILD_DIR)
+        .join(&spec.logical_id)
+        .join("bootstrap");
     if !binary.is_file() {
         return Err(format!("no {} (run `sam build`)", binary.display()));
     }
     let rie = tools::emulator()?;
-    let logs = logs_dir()?;
+    let logs = workspace_root().join("target").join("lab-logs");
+    std::fs::create_dir_all(&logs).map_err(|e| format!("{}: {e}", logs.display()))?;
     let tables = Tables::start(&template, &logs.join("fan-out-dynamodb.log"))?;
-    let ddb_endpoint = tables.endpoint();
+    let ddb_endpoint = tables.dynamodb.endpoint();
     let mut rows = Vec::new();
     let mut written = 0;
     for orders in ROWS {
         tick(&format!("fan-out: writing orders up to {orders}"));
-        let range = [written.to_string(), orders.to_string()];
-        plan::prepare(probes, &spec, &range, &tables.endpoint())?;
+        tables.write(&spec, (written, orders), None)?;
         written = orders;
         let mut measures = Vec::new();
         for segments in std::iter::once(None).chain(SEGMENTS.map(Some)) {
@@ -153,15 +188,18 @@ pub fn measure(probes: &Probes, tick: &dyn Fn(&str)) -> Result<FanOut, String> {
     for orders in DAY_ORDERS {
         tick(&format!("daily report: writing {orders} orders of {DAY}"));
         let first = DAY_FIRST_ORDER;
-        let range = [first + written, first + orders, DAY_START_S as u64].map(|n| n.to_string());
-        plan::prepare(probes, &spec, &range, &tables.endpoint())?;
+        tables.write(&spec, (first + written, first + orders), Some(DAY_START_S))?;
         written = orders;
         tick(&format!("daily report: a day of {orders} orders"));
         let run = Run::start(&rie, &binary, &template, &spec, &ddb_endpoint, &logs)?;
         days.push(run.daily_report(orders)?);
     }
     drop(tables);
-    Ok(Ok(Measured { rows, days }))
+    Ok(Measured {
+        rows,
+        days,
+        memory_mb: spec.memory_mb,
+    })
 }
 
 /// Fresh environments of the worker behind a Lambda Invoke API, and the

@@ -1,21 +1,19 @@
-//! bcrypt: every candidate side by side on one thread (libxcrypt's
-//! `crypt(3)`, the `bcrypt` crate, `bcrypt-rust`, this function's EksBlowfish
-//! at 1 to 8 lanes), one hash at a time and in a batch; and the scaling of the
-//! function's own batch path over 1..=cores threads.
+//! The bcrypt section's figures: every candidate side by side on one thread
+//! (libxcrypt's `crypt(3)`, the `bcrypt` crate, `bcrypt-rust`, this
+//! function's EksBlowfish at 1 to 8 lanes), one hash at a time and in a batch;
+//! and the scaling of the function's own batch path over 1..=cores threads,
+//! from the raw times of [`crate::side_by_side`].
 
-use super::probes::Probes;
-use super::scale::Scale;
-use super::stats::median;
+use crate::side_by_side;
+use lab_probes::stats::median;
 use serde_json::Value;
 
-/// The bcrypt cost of the full lab's batch.
+/// The bcrypt cost of the full lab's batch (the power tuning's too).
 pub const COST: u32 = 10;
-/// Hashes in the full lab's batch.
+/// Hashes in the full lab's batch (the power tuning's too).
 pub const BATCH: usize = 24;
 /// Rounds of the full lab's side-by-side comparison.
 pub const ROUNDS: usize = 5;
-/// The allocator the probe is built with: the function's default.
-pub const ALLOCATOR: &str = "mimalloc";
 
 /// A time and how it compares, medians over the rounds.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -38,7 +36,7 @@ pub struct Candidate {
     pub batch: Option<Figure>,
 }
 
-/// What the bcrypt probe measured.
+/// What the bcrypt section measured.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Bcrypt {
     pub cost: u32,
@@ -57,24 +55,21 @@ pub struct Bcrypt {
     pub scaling: Vec<(usize, f64)>,
 }
 
-/// Run the probe (built with [`ALLOCATOR`]).
-pub fn measure(probes: &Probes, probe: &str, scale: Scale, cores: usize) -> Result<Bcrypt, String> {
-    // Quick: every lane count still gets a full group (8 lanes).
-    let (cost, rounds, batch) = match scale {
-        Scale::Full => (COST, ROUNDS, BATCH),
-        Scale::Quick => (4, 2, 8),
+/// Measure at full scale or small (`full` false), on pools of up to `cores` threads.
+pub fn measure(full: bool, cores: usize) -> Result<Bcrypt, String> {
+    // Small: every lane count still gets a full group (8 lanes).
+    let (cost, rounds, batch) = if full {
+        (COST, ROUNDS, BATCH)
+    } else {
+        (4, 2, 8)
     };
-    let args: Vec<String> = [cost as usize, rounds, batch, cores]
-        .iter()
-        .map(ToString::to_string)
-        .collect();
-    let out = probes.run(ALLOCATOR, probe, &args, &[])?;
-    from_probe(&out, rounds, cores).map_err(|e| format!("{probe}: {e}: {out}"))
+    let out = side_by_side::times(cost, rounds, batch, cores)?;
+    from_times(&out, rounds, cores).map_err(|e| format!("bcrypt: {e}: {out}"))
 }
 
-/// The figures from the probe's JSON line (`rounds` values per series,
-/// `threads` pool sizes).
-fn from_probe(out: &Value, rounds: usize, threads: usize) -> Result<Bcrypt, String> {
+/// The figures from the raw times (`rounds` values per series, `threads`
+/// pool sizes).
+fn from_times(out: &Value, rounds: usize, threads: usize) -> Result<Bcrypt, String> {
     let number = |key: &str| {
         out[key]
             .as_u64()
@@ -221,7 +216,7 @@ fn figure(ms: &[f64], ratio: impl Fn(usize) -> f64) -> Figure {
     }
 }
 
-/// The property `--quick` checks: every candidate computes the `bcrypt`
+/// The property the lab checks: every candidate computes the `bcrypt`
 /// crate's hashes.
 pub fn check_agreement(bcrypt: &Bcrypt) -> Result<(), String> {
     if bcrypt.differing.is_empty() {
@@ -239,7 +234,7 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    /// A probe answer of two rounds in which every candidate took the same
+    /// Raw times of two rounds in which every candidate took the same
     /// time in both, except libxcrypt and the 6-lane batch.
     fn answer() -> Value {
         json!({
@@ -264,8 +259,8 @@ mod tests {
     }
 
     #[test]
-    fn the_probe_answer_becomes_one_row_per_candidate_and_a_lane_curve() {
-        let b = from_probe(&answer(), 2, 2).expect("complete");
+    fn the_raw_times_become_one_row_per_candidate_and_a_lane_curve() {
+        let b = from_times(&answer(), 2, 2).expect("complete");
         let names: Vec<&str> = b.candidates.iter().map(|c| c.name.as_str()).collect();
         assert_eq!(names.len(), 4, "{names:?}");
         assert!(names[0].contains("libxcrypt") && names[1].contains("`bcrypt` crate"));
@@ -324,26 +319,26 @@ mod tests {
     fn an_incomplete_or_broken_answer_is_an_error_naming_what_is_missing() {
         let mut short = answer();
         short["single"][1]["ms"] = json!([12.0]);
-        assert!(from_probe(&short, 2, 2).unwrap_err().contains("bcrypt"));
+        assert!(from_times(&short, 2, 2).unwrap_err().contains("bcrypt"));
         let mut zero = answer();
         zero["batched"][0]["ms"] = json!([0.0, 12.0]);
-        assert!(from_probe(&zero, 2, 2).is_err());
+        assert!(from_times(&zero, 2, 2).is_err());
         let mut no_shipped = answer();
         no_shipped["shipped_lanes"] = json!(4);
         assert!(
-            from_probe(&no_shipped, 2, 2)
+            from_times(&no_shipped, 2, 2)
                 .unwrap_err()
                 .contains("4 lanes")
         );
-        assert!(from_probe(&answer(), 2, 3).unwrap_err().contains("threads"));
-        assert!(from_probe(&json!({}), 2, 2).is_err());
+        assert!(from_times(&answer(), 2, 3).unwrap_err().contains("threads"));
+        assert!(from_times(&json!({}), 2, 2).is_err());
     }
 
     #[test]
     fn differing_hashes_fail_the_check_and_name_the_candidate() {
         let mut out = answer();
         out["differing"] = json!(["own-3 lanes", "libxcrypt"]);
-        let b = from_probe(&out, 2, 2).expect("complete");
+        let b = from_times(&out, 2, 2).expect("complete");
         let err = check_agreement(&b).unwrap_err();
         assert!(
             err.contains("own-3 lanes") && err.contains("libxcrypt"),

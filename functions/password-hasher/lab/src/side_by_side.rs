@@ -1,26 +1,26 @@
-//! Performance-lab probe: every bcrypt candidate side by side on one thread,
-//! and this function's batch on pools of 1..=N threads; one JSON line.
+//! Every bcrypt candidate side by side on one thread, and this function's
+//! batch on pools of 1..=N threads: the raw times, as JSON, that
+//! [`crate::figures`] turns into the section's figures.
 //!
-//! `password-hasher-bcrypt COST ROUNDS BATCH MAX_THREADS` (run by `cargo xtask lab`)
 //! - candidates: libxcrypt's `crypt(3)` (one hash at a time, timed inside
 //!   Python), the `bcrypt` crate, `bcrypt-rust` (its batch API picks a SIMD
 //!   backend at run time), and this function's EksBlowfish with 1, 2, 3, 4,
 //!   6 and 8 lanes;
 //! - first, at cost 4, every candidate hashes the batch's passwords with one
 //!   salt; those whose hashes differ from the `bcrypt` crate's are named in
-//!   `differing` (the lab fails on them);
+//!   `differing` (the section says the property broke);
 //! - ROUNDS rounds; each times every candidate once, one hash at a time
 //!   (`SINGLES` passwords) and BATCH passwords at once, in an order that
 //!   rotates from round to round, so drift on a shared machine hits all
 //!   alike. Times are the thread's CPU time (Linux's
 //!   `/proc/thread-self/schedstat`; Python's `time.thread_time`), so time
-//!   spent waiting for a busy core is not counted. The lab takes the medians;
+//!   spent waiting for a busy core is not counted;
 //! - then BATCH hashes through the function's `hash_all` on pools of
 //!   1..=MAX_THREADS threads, wall clock, best of two each.
 
+use crate::yardstick::{batch_seconds, cpu_seconds, crypt3, passwords, salt};
 use password_hasher::eksblowfish::{Input, LANES, hash_many_in};
-use password_hasher_lab::yardstick::{batch_seconds, cpu_seconds, crypt3, passwords, salt};
-use serde_json::json;
+use serde_json::{Value, json};
 
 /// Hashes timed one at a time per candidate per round.
 const SINGLES: usize = 8;
@@ -128,23 +128,11 @@ fn differing(
     Ok(differing)
 }
 
-lab_probes::declare_allocator!();
-
-fn main() -> Result<(), String> {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let numbers = args
-        .iter()
-        .map(|a| {
-            a.parse::<usize>()
-                .map_err(|_| format!("not a whole number: {a:?}"))
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    let [cost, rounds, batch, max_threads] = numbers.as_slice() else {
-        return Err("usage: password-hasher-bcrypt COST ROUNDS BATCH MAX_THREADS".into());
-    };
-    let cost = u32::try_from(*cost).map_err(|e| e.to_string())?;
+/// The raw times of every candidate at `cost`: `rounds` rounds, `batch`
+/// passwords at once, then pools of 1..=`max_threads` threads.
+pub fn times(cost: u32, rounds: usize, batch: usize, max_threads: usize) -> Result<Value, String> {
     let salt = salt()?;
-    let batch_text = passwords(*batch);
+    let batch_text = passwords(batch);
     let single_text = passwords(SINGLES);
     let to_bytes =
         |pws: &[String]| -> Vec<Vec<u8>> { pws.iter().map(|p| p.clone().into_bytes()).collect() };
@@ -158,7 +146,7 @@ fn main() -> Result<(), String> {
     let n = candidates.len();
     let mut single: Vec<Vec<f64>> = vec![Vec::new(); n + 1];
     let mut batched: Vec<Vec<f64>> = vec![Vec::new(); n];
-    for round in 0..*rounds {
+    for round in 0..rounds {
         for i in 0..=n {
             let c = (i + round) % (n + 1);
             let Some(candidate) = candidates.get(c) else {
@@ -190,12 +178,10 @@ fn main() -> Result<(), String> {
         .map(|(c, ms)| json!({"candidate": c.name, "lanes": c.lanes, "ms": ms}))
         .collect();
 
-    let threads_seconds = (1..=*max_threads)
+    let threads_seconds = (1..=max_threads)
         .map(|threads| batch_seconds(threads, cost, &batch_text, 2).map(|s| json!([threads, s])))
         .collect::<Result<Vec<_>, _>>()?;
-    println!(
-        "{}",
-        json!({
+    Ok(json!({
             "allocator": shared::allocator::name(),
             "cost": cost,
             "batch": batch,
@@ -206,7 +192,5 @@ fn main() -> Result<(), String> {
             "single": single_json,
             "batched": batched_json,
             "threads_seconds": threads_seconds,
-        })
-    );
-    Ok(())
+    }))
 }

@@ -1,42 +1,40 @@
-//! Section 2 of `BENCHMARKS.md`: every bcrypt candidate side by side, the
-//! lane-count curve of this function's EksBlowfish, and the scaling over
-//! threads. It sits between markers, so `cargo xtask lab bcrypt` can replace
-//! it in an existing report without running the rest of the lab.
+//! The password hasher's section of `BENCHMARKS.md` (`lab_probes::section`):
+//! every bcrypt candidate side by side, the lane-count curve of this
+//! function's EksBlowfish, and the scaling over threads; and the property the
+//! lab checks, every candidate computing the `bcrypt` crate's hashes.
 
-use super::PLOTS;
-use super::splice::{self, Markers};
-use crate::bcrypt::{Bcrypt, Figure};
-use crate::machine::Machine;
-use crate::plot::{self, Chart, Kind, Series};
+use crate::figures::{self, Bcrypt, Figure};
+use lab_probes::plot::{self, Chart, Kind, Series};
+use lab_probes::section::{Context, Section};
 use std::fmt::Write as _;
-use std::path::Path;
-
-/// Markers around the section.
-pub const SECTION: Markers = ("<!-- bcrypt -->", "<!-- /bcrypt -->");
 
 /// The section's heading.
-const HEADING: &str = "## 2. bcrypt: every candidate side by side, and scaling\n";
+const TITLE: &str = "bcrypt: every candidate side by side, and scaling";
 
-/// The section, between its markers, with its plots in `dir`; or why it was
-/// not measured.
-pub fn section(
-    dir: &Path,
-    b: &Result<Bcrypt, String>,
-    machine: &Machine,
-) -> Result<String, String> {
-    let mut md = String::new();
-    let _ = writeln!(md, "{}", SECTION.0);
-    let _ = writeln!(md, "{HEADING}");
-    let b = match b {
-        Ok(b) => b,
-        Err(why) => {
-            let _ = writeln!(md, "Not measured: {why}.\n\n{}", SECTION.1);
-            return Ok(md);
-        }
+/// Measure, then write the section and its charts.
+pub fn measure(context: &Context) -> Result<Section, String> {
+    let b = figures::measure(context.full, context.cores)?;
+    let (held, broke) = match figures::check_agreement(&b) {
+        Ok(()) => (
+            vec!["bcrypt: every candidate's hashes equal the bcrypt crate's".to_owned()],
+            Vec::new(),
+        ),
+        Err(why) => (Vec::new(), vec![why]),
     };
+    Ok(Section {
+        title: TITLE.to_owned(),
+        body: body(context, &b)?,
+        held,
+        broke,
+    })
+}
+
+/// The text under the heading, with its charts written.
+fn body(context: &Context, b: &Bcrypt) -> Result<String, String> {
+    let mut md = String::new();
     let _ = writeln!(
         md,
-        "Measured on {} (`cargo xtask lab bcrypt` measures this section again on its own). Cost {}, {} \
+        "Measured on {} (`cargo xtask lab section password-hasher` measures this section again on its own). Cost {}, {} \
          rounds on one thread; each round times every candidate once, in an order that rotates from round to round, \
          so drift on a shared machine hits all alike. Figures are medians over the rounds, ratios the \
          medians of the per-round ratios. Times are the thread's CPU time, so time spent waiting for a busy \
@@ -44,10 +42,7 @@ pub fn section(
          at once on one thread; \"lanes\" are the hashes a candidate runs in lockstep on one core. \
          `crypt(3)` is libxcrypt's, called from Python's `crypt` module with the timer inside that process; \
          the `bcrypt` crate is what the function computes with its `bcrypt-crate` feature.\n",
-        machine.line(),
-        b.cost,
-        b.rounds,
-        b.batch
+        context.machine, b.cost, b.rounds, b.batch
     );
     let agreement = if b.differing.is_empty() {
         "Before timing, every candidate hashed the batch's passwords at cost 4: all equal the `bcrypt` \
@@ -75,9 +70,8 @@ pub fn section(
             c.name, c.lanes
         );
     }
-    lane_curve(&mut md, dir, b)?;
-    scaling(&mut md, dir, b)?;
-    let _ = writeln!(md, "{}", SECTION.1);
+    lane_curve(&mut md, context, b)?;
+    scaling(&mut md, context, b)?;
     Ok(md)
 }
 
@@ -91,7 +85,7 @@ fn cells(figure: Option<Figure>, ratio_decimals: usize) -> (String, String) {
     })
 }
 
-fn lane_curve(md: &mut String, dir: &Path, b: &Bcrypt) -> Result<(), String> {
+fn lane_curve(md: &mut String, context: &Context, b: &Bcrypt) -> Result<(), String> {
     let _ = writeln!(
         md,
         "\nThis function's EksBlowfish on the batch, by the number of hashes in lockstep (it ships **{}**):\n\n\
@@ -121,9 +115,9 @@ fn lane_curve(md: &mut String, dir: &Path, b: &Bcrypt) -> Result<(), String> {
         .collect();
     let per_lane = measured.first().map_or(0.0, |p| p.1);
     let ideal = measured.iter().map(|p| (p.0, p.0 * per_lane)).collect();
-    let file = format!("{PLOTS}/bcrypt-lanes.svg");
+    let (path, file) = context.chart("bcrypt-lanes.svg")?;
     plot::write_svg(
-        &dir.join(&file),
+        &path,
         &Chart {
             title: "bcrypt batch on one thread: speedup over the bcrypt crate by lanes",
             x_label: "hashes in lockstep (lanes)",
@@ -148,7 +142,7 @@ fn lane_curve(md: &mut String, dir: &Path, b: &Bcrypt) -> Result<(), String> {
     Ok(())
 }
 
-fn scaling(md: &mut String, dir: &Path, b: &Bcrypt) -> Result<(), String> {
+fn scaling(md: &mut String, context: &Context, b: &Bcrypt) -> Result<(), String> {
     let _ = writeln!(
         md,
         "The function's own batch path (`hash_all`: groups of {} lanes as tasks on the Rayon pool), {} hashes \
@@ -170,9 +164,9 @@ fn scaling(md: &mut String, dir: &Path, b: &Bcrypt) -> Result<(), String> {
         );
     }
     let ideal = speedups.iter().map(|p| (p.0, p.0)).collect();
-    let file = format!("{PLOTS}/bcrypt-scaling.svg");
+    let (path, file) = context.chart("bcrypt-scaling.svg")?;
     plot::write_svg(
-        &dir.join(&file),
+        &path,
         &Chart {
             title: "bcrypt batch speedup over threads",
             x_label: "threads",
@@ -197,24 +191,11 @@ fn scaling(md: &mut String, dir: &Path, b: &Bcrypt) -> Result<(), String> {
     Ok(())
 }
 
-/// The report in `dir`, if [`rewrite`] can replace its bcrypt section.
-pub fn rewritable(dir: &Path) -> Result<String, String> {
-    splice::rewritable(dir, &[SECTION])
-}
-
-/// Replace the bcrypt section of the report in `dir` with `bcrypt`'s.
-pub fn rewrite(
-    dir: &Path,
-    bcrypt: &Result<Bcrypt, String>,
-    machine: &Machine,
-) -> Result<(), String> {
-    splice::rewrite(dir, &[(SECTION, section(dir, bcrypt, machine)?)])
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bcrypt::Candidate;
+    use crate::figures::Candidate;
+    use std::path::PathBuf;
 
     fn measured() -> Bcrypt {
         let figure = |ms, ratio| Some(Figure { ms, ratio });
@@ -255,16 +236,27 @@ mod tests {
         }
     }
 
+    /// A context writing into a fresh folder named for `test`.
+    fn context(test: &str) -> Context {
+        Context {
+            full: true,
+            cores: 2,
+            plots: "plots".into(),
+            report_dir: std::env::temp_dir().join(format!("{test}-{}", std::process::id())),
+            machine: "2 core(s), a CPU".into(),
+        }
+    }
+
     #[test]
     fn the_section_has_every_candidate_the_lane_curve_and_both_plots() {
-        let dir = std::env::temp_dir().join(format!("lab-bcrypt-report-{}", std::process::id()));
-        let machine = Machine::here();
-        let md = section(&dir, &Ok(measured()), &machine);
-        let lanes_plot = dir.join(PLOTS).join("bcrypt-lanes.svg").exists();
-        let scaling_plot = dir.join(PLOTS).join("bcrypt-scaling.svg").exists();
+        let context = context("hasher-bcrypt-report");
+        let dir: PathBuf = context.report_dir.clone();
+        let md = body(&context, &measured());
+        let lanes_plot = dir.join("plots").join("bcrypt-lanes.svg").exists();
+        let scaling_plot = dir.join("plots").join("bcrypt-scaling.svg").exists();
         let _ = std::fs::remove_dir_all(&dir);
         let md = md.expect("written");
-        assert!(md.starts_with(SECTION.0) && md.trim_end().ends_with(SECTION.1));
+        assert!(md.contains("](plots/bcrypt-lanes.svg)"), "{md}");
         for row in [
             "| libxcrypt `crypt(3)` | 1 | 42.50 | 1.000 | - | - |",
             "| `bcrypt` crate | 1 | 49.80 | 1.172 | 49.10 | 1.00 |",
@@ -280,11 +272,11 @@ mod tests {
 
     #[test]
     fn differing_candidates_are_named_in_the_section() {
-        let dir = std::env::temp_dir().join(format!("lab-bcrypt-differ-{}", std::process::id()));
+        let context = context("hasher-bcrypt-differ");
         let mut b = measured();
         b.differing = vec!["own-3 lanes".into()];
-        let md = section(&dir, &Ok(b), &Machine::here());
-        let _ = std::fs::remove_dir_all(&dir);
+        let md = body(&context, &b);
+        let _ = std::fs::remove_dir_all(&context.report_dir);
         assert!(md.expect("written").contains("**own-3 lanes differ"));
     }
 }

@@ -1,5 +1,5 @@
 //! Sections of `BENCHMARKS.md` that one command can measure again on its own
-//! (`cargo xtask lab power`, `cargo xtask lab bcrypt`) sit between markers;
+//! (`cargo xtask lab power`, `cargo xtask lab section NAME`) sit between markers;
 //! this replaces them in an existing report.
 
 use std::path::Path;
@@ -7,10 +7,13 @@ use std::path::Path;
 /// An opening and a closing marker (HTML comments, invisible when rendered).
 pub type Markers = (&'static str, &'static str);
 
+/// Markers of any lifetime (a function's section's are made at run time).
+type Pair<'a> = (&'a str, &'a str);
+
 /// `text` with the part between `markers` (both kept) replaced by
 /// `replacement` (which brings its own markers); an error if the markers are
 /// missing or out of order.
-pub fn splice(text: &str, markers: Markers, replacement: &str) -> Result<String, String> {
+pub fn splice(text: &str, markers: Pair<'_>, replacement: &str) -> Result<String, String> {
     let start = text
         .find(markers.0)
         .ok_or_else(|| format!("no {} in the report", markers.0))?;
@@ -24,7 +27,7 @@ pub fn splice(text: &str, markers: Markers, replacement: &str) -> Result<String,
 }
 
 /// The report in `dir`, if it has every part in `markers` to replace.
-pub fn rewritable(dir: &Path, markers: &[Markers]) -> Result<String, String> {
+pub fn rewritable(dir: &Path, markers: &[Pair<'_>]) -> Result<String, String> {
     let path = dir.join("BENCHMARKS.md");
     let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
     for &pair in markers {
@@ -40,9 +43,9 @@ pub fn rewritable(dir: &Path, markers: &[Markers]) -> Result<String, String> {
 
 /// Replace each part of the report in `dir` by its new text (which brings its
 /// markers); nothing is written unless every part is found.
-pub fn rewrite(dir: &Path, parts: &[(Markers, String)]) -> Result<(), String> {
+pub fn rewrite(dir: &Path, parts: &[(Pair<'_>, String)]) -> Result<(), String> {
     let path = dir.join("BENCHMARKS.md");
-    let markers: Vec<Markers> = parts.iter().map(|(m, _)| *m).collect();
+    let markers: Vec<Pair<'_>> = parts.iter().map(|(m, _)| *m).collect();
     let mut text = rewritable(dir, &markers)?;
     for (pair, replacement) in parts {
         text = splice(&text, *pair, replacement)?;
