@@ -7,7 +7,7 @@ use crate::dynamodb::DynamoTables;
 use crate::s3::S3Objects;
 use crate::step_functions::FanOuts;
 use crate::store::{
-    FanOutError, ObjectError, ObjectFault, Page, PutMode, Report, Source, Store, StoreError,
+    FanOutError, ObjectError, ObjectFault, Page, PutMode, Report, Saved, Source, Store, StoreError,
 };
 
 /// Orders and reports in DynamoDB, answers in S3, fan-outs on Step Functions.
@@ -60,7 +60,7 @@ impl Store for AwsStore {
         self.tables.read_page(source, start).await
     }
 
-    async fn save_report(&self, report: &Report) -> Result<(), StoreError> {
+    async fn save_report(&self, report: &Report) -> Result<Saved, StoreError> {
         self.tables.save_report(report).await
     }
 

@@ -3,8 +3,9 @@
 //! analytics read, either way), and `PutItem` of report items.
 
 use crate::columns::{Item, PROJECTION};
-use crate::store::{Page, Report, Source, StoreError};
+use crate::store::{Page, Report, Saved, Source, StoreError};
 use aws_sdk_dynamodb::Client;
+use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::types::AttributeValue;
 use shared::ErrorChain;
 use shared::orders::{DAY_INDEX, attr};
@@ -18,6 +19,9 @@ pub mod report_attr {
     pub const BODY: &str = "body";
     /// The time the report stands for (RFC 3339).
     pub const AS_OF: &str = "as_of";
+    /// The same time in milliseconds since the Unix epoch, compared by the
+    /// conditional write.
+    pub const AS_OF_MS: &str = "as_of_ms";
     /// Whether no later scheduled run computes this day again.
     pub const FINAL: &str = "final";
 }
@@ -147,21 +151,49 @@ impl DynamoTables {
         })
     }
 
-    /// Store `report`, replacing an older one of the same id.
-    pub async fn save_report(&self, report: &Report) -> Result<(), StoreError> {
+    /// Store `report`, unless the item of its id stands for a later time or
+    /// is final and `report` is not ([`Report::may_replace`], as a
+    /// condition of the write). An item written before `as_of_ms` existed is
+    /// replaced.
+    pub async fn save_report(&self, report: &Report) -> Result<Saved, StoreError> {
         let text = |v: &str| AttributeValue::S(v.to_owned());
-        self.client
+        let number = |n: i64| AttributeValue::N(n.to_string());
+        let condition = if report.is_final {
+            "attribute_not_exists(#id) OR attribute_not_exists(#ms) OR #ms <= :ms"
+        } else {
+            "attribute_not_exists(#id) OR attribute_not_exists(#ms) OR (#ms <= :ms AND #final = :no)"
+        };
+        let mut request = self
+            .client
             .put_item()
             .table_name(&self.reports)
             .item(report_attr::REPORT_ID, text(&report.id))
             .item(report_attr::BODY, text(&report.body))
             .item(report_attr::AS_OF, text(&report.as_of))
+            .item(report_attr::AS_OF_MS, number(report.as_of_ms))
             .item(report_attr::FINAL, AttributeValue::Bool(report.is_final))
-            .send()
-            .await
-            .map_err(|e| {
-                StoreError(format!("PutItem into {}: {}", self.reports, ErrorChain(&e)))
-            })?;
-        Ok(())
+            .condition_expression(condition)
+            .expression_attribute_names("#id", report_attr::REPORT_ID)
+            .expression_attribute_names("#ms", report_attr::AS_OF_MS)
+            .expression_attribute_values(":ms", number(report.as_of_ms));
+        if !report.is_final {
+            request = request
+                .expression_attribute_names("#final", report_attr::FINAL)
+                .expression_attribute_values(":no", AttributeValue::Bool(false));
+        }
+        match request.send().await {
+            Ok(_) => Ok(Saved::Written),
+            Err(e)
+                if e.as_service_error()
+                    .is_some_and(PutItemError::is_conditional_check_failed_exception) =>
+            {
+                Ok(Saved::Kept)
+            }
+            Err(e) => Err(StoreError(format!(
+                "PutItem into {}: {}",
+                self.reports,
+                ErrorChain(&e)
+            ))),
+        }
     }
 }

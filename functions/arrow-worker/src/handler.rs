@@ -29,7 +29,7 @@ use crate::query::{BadRequest, Query, Segment};
 use crate::report::{self, DayTotals, Plan};
 use crate::request::{self, Request};
 use crate::scan::{ScanError, Scanned, scan};
-use crate::store::{ObjectFault, PutMode, Report, Source, Store};
+use crate::store::{ObjectFault, PutMode, Report, Saved, Source, Store};
 use futures::StreamExt;
 use lambda_runtime::{Diagnostic, LambdaEvent};
 use serde_json::Value;
@@ -376,15 +376,23 @@ impl<S: Store> Handler<S> {
             id: report::report_id(day),
             body,
             as_of: plan.as_of_text(),
+            as_of_ms: plan.as_of_ms(),
             is_final: plan.is_final(day),
         };
-        self.store.save_report(&report).await?;
-        tracing::info!(
-            report = report.id,
-            is_final = report.is_final,
-            orders = answer.rows.matched,
-            "report saved"
-        );
+        match self.store.save_report(&report).await? {
+            Saved::Written => tracing::info!(
+                report = report.id,
+                is_final = report.is_final,
+                orders = answer.rows.matched,
+                "report saved"
+            ),
+            // A replayed dead letter or a late merge: the later report stands.
+            Saved::Kept => tracing::warn!(
+                report = report.id,
+                as_of = report.as_of,
+                "report not saved: the stored one stands for a later time or is final"
+            ),
+        }
         Ok(())
     }
 
@@ -412,10 +420,26 @@ impl<S: Store> Handler<S> {
             sha256: partial::sha256(&bytes),
         };
         let key = stored.key(&run_id);
-        self.store
-            .put_object(&key, bytes, PutMode::CreateOnly)
-            .await?;
+        self.create_once(&key, bytes, &stored.sha256).await?;
         Ok((answer, stored))
+    }
+
+    /// Write `bytes` as `key`, never replacing an object there; but an object
+    /// already there with the same SHA-256 (`sha256`) is this write's own: its
+    /// first attempt landed and its answer was lost, so the SDK's retry met
+    /// S3's 412. Anything else there is refused.
+    async fn create_once(&self, key: &str, bytes: Vec<u8>, sha256: &str) -> Result<(), Error> {
+        let len = bytes.len();
+        match self.store.put_object(key, bytes, PutMode::CreateOnly).await {
+            Err(e) if e.fault == ObjectFault::Exists => {
+                let there = self.store.get_object(key, len).await;
+                match there {
+                    Ok(there) if partial::sha256(&there) == sha256 => Ok(()),
+                    _ => Err(e.into()),
+                }
+            }
+            other => Ok(other?),
+        }
     }
 
     /// Read every stored partial of run `run_id` (a few at a time, at most

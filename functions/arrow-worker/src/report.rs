@@ -134,7 +134,12 @@ impl Plan {
         last.is_some_and(|last| self.as_of >= last.midnight().assume_utc())
     }
 
-    /// The time this run stands for, as RFC 3339.
+    /// The time this run stands for, in milliseconds since the Unix epoch.
+    pub fn as_of_ms(&self) -> i64 {
+        i64::try_from(self.as_of.unix_timestamp_nanos().div_euclid(1_000_000)).unwrap_or(i64::MAX)
+    }
+
+    /// [`Plan::as_of`] as RFC 3339 text.
     pub fn as_of_text(&self) -> String {
         self.as_of
             .format(&Rfc3339)

@@ -227,8 +227,8 @@ mod tests {
             })
         }
 
-        async fn save_report(&self, _: &Report) -> Result<(), StoreError> {
-            Ok(())
+        async fn save_report(&self, _: &Report) -> Result<crate::store::Saved, StoreError> {
+            Ok(crate::store::Saved::Written)
         }
 
         async fn put_object(&self, _: &str, _: Vec<u8>, _: PutMode) -> Result<(), ObjectError> {

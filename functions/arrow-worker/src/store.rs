@@ -118,8 +118,31 @@ pub struct Report {
     /// The time the report stands for (RFC 3339): the schedule's time, or
     /// the clock's for a report asked for by hand.
     pub as_of: String,
+    /// The same time, in milliseconds since the Unix epoch: what the store
+    /// compares (text would not order `00Z` after `00.5Z`).
+    pub as_of_ms: i64,
     /// Whether no later scheduled run will compute this day again.
     pub is_final: bool,
+}
+
+impl Report {
+    /// Whether this report may replace `stored`, the item of the same id: a
+    /// report never replaces one that stands for a later time (a replayed
+    /// dead letter, a late merge), and a day's final report is never replaced
+    /// by one that is not.
+    pub fn may_replace(&self, stored: &Report) -> bool {
+        self.as_of_ms >= stored.as_of_ms && (self.is_final || !stored.is_final)
+    }
+}
+
+/// What saving a report did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Saved {
+    /// The report is the day's item now.
+    Written,
+    /// A report of a later time, or a final one, stands and stays
+    /// ([`Report::may_replace`]).
+    Kept,
 }
 
 /// Orders to read, reports and answers to write, fan-outs to start.
@@ -131,8 +154,12 @@ pub trait Store: Send + Sync {
         start: Option<Item>,
     ) -> impl Future<Output = Result<Page, StoreError>> + Send;
 
-    /// Store `report`, replacing an older one of the same id.
-    fn save_report(&self, report: &Report) -> impl Future<Output = Result<(), StoreError>> + Send;
+    /// Store `report`, replacing the item of the same id if it may
+    /// ([`Report::may_replace`]).
+    fn save_report(
+        &self,
+        report: &Report,
+    ) -> impl Future<Output = Result<Saved, StoreError>> + Send;
 
     /// Write `bytes` as the object `key` of the analytics bucket.
     fn put_object(
@@ -164,3 +191,41 @@ pub trait Store: Send + Sync {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
 pub struct FanOutError(pub String);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn report(as_of_ms: i64, is_final: bool) -> Report {
+        Report {
+            id: "daily/2026-11-21".into(),
+            body: "{}".into(),
+            as_of: String::new(),
+            as_of_ms,
+            is_final,
+        }
+    }
+
+    #[test]
+    fn a_report_never_replaces_a_later_or_a_final_one() {
+        let stored = report(2_000, false);
+        assert!(
+            report(2_000, false).may_replace(&stored),
+            "the same run again"
+        );
+        assert!(report(3_000, false).may_replace(&stored), "a later run");
+        assert!(report(3_000, true).may_replace(&stored), "the last run");
+        assert!(!report(1_000, false).may_replace(&stored), "an older run");
+        assert!(
+            !report(1_000, true).may_replace(&stored),
+            "an older final run"
+        );
+        let last = report(2_000, true);
+        assert!(report(2_000, true).may_replace(&last), "the last run again");
+        assert!(report(3_000, true).may_replace(&last), "a final one, later");
+        assert!(
+            !report(3_000, false).may_replace(&last),
+            "never final to not"
+        );
+    }
+}

@@ -289,3 +289,71 @@ async fn the_daily_report_reads_only_its_day_and_is_stored_as_an_item() {
     let saved: Answer = serde_json::from_str(text).expect("saved answer");
     assert_eq!(saved.groups, answer.groups);
 }
+
+/// The reports table's conditional write, on DynamoDB Local: a replay of an
+/// older run never replaces a later report, a final report is never replaced
+/// by one that is not, and an item written before `as_of_ms` existed is.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_report_replayed_out_of_order_never_replaces_a_later_or_final_one() {
+    use arrow_worker::store::{Report, Saved};
+    let ddb = LocalDynamoDb::start().await;
+    let tables = DynamoTables::new(ddb.server.client(), ORDERS_TABLE, REPORTS_TABLE);
+    let id = "daily/2026-11-21";
+    let report = |as_of_ms: i64, is_final: bool| Report {
+        id: id.into(),
+        body: format!("{{\"as_of_ms\":{as_of_ms}}}"),
+        as_of: format!("at {as_of_ms}"),
+        as_of_ms,
+        is_final,
+    };
+    let stored = || async {
+        let item = ddb
+            .server
+            .client()
+            .get_item()
+            .table_name(REPORTS_TABLE)
+            .key(report_attr::REPORT_ID, AttributeValue::S(id.into()))
+            .send()
+            .await
+            .expect("get report")
+            .item
+            .expect("a report");
+        let is_final = item.get(report_attr::FINAL).and_then(|v| v.as_bool().ok());
+        (
+            text(&item, report_attr::AS_OF).to_owned(),
+            *is_final.expect("final"),
+        )
+    };
+    // Written before `as_of_ms` existed: replaced by any report.
+    ddb.server
+        .client()
+        .put_item()
+        .table_name(REPORTS_TABLE)
+        .item(report_attr::REPORT_ID, AttributeValue::S(id.into()))
+        .item(report_attr::AS_OF, AttributeValue::S("old".into()))
+        .item(report_attr::FINAL, AttributeValue::Bool(true))
+        .send()
+        .await
+        .expect("an item of before");
+    let save = |r: Report| {
+        let tables = &tables;
+        async move { tables.save_report(&r).await.expect("saved or kept") }
+    };
+    assert_eq!(save(report(2_000, false)).await, Saved::Written);
+    assert_eq!(save(report(1_000, false)).await, Saved::Kept, "older");
+    assert_eq!(stored().await, ("at 2000".to_owned(), false));
+    assert_eq!(
+        save(report(2_000, false)).await,
+        Saved::Written,
+        "the same run"
+    );
+    assert_eq!(save(report(3_000, true)).await, Saved::Written, "the last");
+    assert_eq!(save(report(4_000, false)).await, Saved::Kept, "final stays");
+    assert_eq!(save(report(1_000, true)).await, Saved::Kept, "older final");
+    assert_eq!(stored().await, ("at 3000".to_owned(), true));
+    assert_eq!(
+        save(report(3_000, true)).await,
+        Saved::Written,
+        "the last again"
+    );
+}

@@ -407,6 +407,44 @@ async fn an_answer_over_six_mb_is_stored_and_answered_by_its_key() {
     assert_eq!(body["groups_total"], groups);
 }
 
+/// A partial whose write landed but whose answer was lost meets S3's 412 on
+/// the SDK's retry: the object there is its own (same SHA-256), so the
+/// segment succeeds and the merge reads it; another object there is
+/// refused, never replaced.
+#[tokio::test]
+async fn a_partial_met_by_412_is_its_own_when_its_sha_256_matches() {
+    use arrow_worker_testkit::orders::Occupied;
+    let query = json!({"group_by": "customer"});
+    let (w, _) = handler(arrow::items(300, 50, 5));
+    let expected = call(&w, json!({"operation": "aggregate", "query": query}))
+        .await
+        .unwrap();
+    let store = MemoryStore::new(arrow::items(300, 50, 5), 50)
+        .with_occupied_keys(Occupied::ByItsOwnFirstAttempt);
+    let env = [("TABLE_NAME", "orders"), ("REPORTS_TABLE", "reports")];
+    let config = Config::from_env(&env).expect("config");
+    let w = Handler::new(store.clone(), config.clone(), 2, None);
+    let refs = stored_fan_out(&w, &query, 2, "run-412").await;
+    let merged = call(&w, merge_stored("run-412", &refs)).await.unwrap();
+    assert_eq!(merged["groups"], expected["groups"]);
+
+    let store = MemoryStore::new(arrow::items(300, 50, 5), 50)
+        .with_occupied_keys(Occupied::ByAnotherObject);
+    let w = Handler::new(store.clone(), config, 2, None);
+    let segment = json!({"operation": "aggregate", "query": query, "segment": 0,
+                         "total_segments": 2, "run_id": "run-412"});
+    let err = w
+        .handle(LambdaEvent::new(
+            segment,
+            lambda_runtime::Context::default(),
+        ))
+        .await
+        .unwrap_err();
+    assert_eq!(err.error_type, "InternalError", "{err:?}");
+    let objects = store.objects();
+    assert!(objects.values().all(|bytes| bytes == b"another object"));
+}
+
 #[tokio::test]
 async fn work_past_the_deadline_fails_with_deadline_too_short() {
     let (w, store) = handler(arrow::items(200, 10, 5));
@@ -521,6 +559,33 @@ async fn an_order_stored_after_its_days_report_is_counted_by_a_later_run() {
     assert_eq!(saved(&store, "daily/2026-11-03"), (before + 1, false));
     call(&later, run("2026-11-06T00:15:00Z")).await.unwrap();
     assert_eq!(saved(&store, "daily/2026-11-03"), (before + 1, true));
+}
+
+/// A run replayed after a later one (a dead letter redriven, a late merge)
+/// leaves the later report; a final report stays final.
+#[tokio::test]
+async fn an_out_of_order_replay_never_replaces_a_later_or_final_report() {
+    let (w, store) = handler(arrow::items(600, 10, 5));
+    let run = |at: &str| json!({"operation": "daily_report", "scheduled_time": at});
+    let as_of = |store: &MemoryStore| {
+        let saved = store.reports();
+        let report = saved
+            .iter()
+            .find(|r| r.id == "daily/2026-11-03")
+            .expect("saved");
+        (report.as_of.clone(), report.is_final)
+    };
+    call(&w, run("2026-11-05T00:15:00Z")).await.unwrap();
+    assert_eq!(as_of(&store), ("2026-11-05T00:15:00Z".to_owned(), false));
+    // The run of the day before, replayed: its report of Nov 3 is older.
+    call(&w, run("2026-11-04T00:15:00Z")).await.unwrap();
+    assert_eq!(as_of(&store), ("2026-11-05T00:15:00Z".to_owned(), false));
+    // The last run of Nov 3 makes it final; a replay of an earlier run after
+    // it changes nothing.
+    call(&w, run("2026-11-06T00:15:00Z")).await.unwrap();
+    assert_eq!(as_of(&store), ("2026-11-06T00:15:00Z".to_owned(), true));
+    call(&w, run("2026-11-05T00:15:00Z")).await.unwrap();
+    assert_eq!(as_of(&store), ("2026-11-06T00:15:00Z".to_owned(), true));
 }
 
 #[tokio::test]

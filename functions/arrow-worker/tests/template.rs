@@ -105,3 +105,79 @@ fn the_worker_may_start_exactly_the_report_state_machine() {
         .expect("a StartExecution statement");
     assert_eq!(start["Resource"], arn, "{start}");
 }
+
+/// Every task of the template's state machines that invokes the worker
+/// retries the worker's transient failures (a DynamoDB or S3 call that
+/// failed: `DynamoDBError`, `S3Error`): the merge ends by writing the
+/// report item, and a retry of it is safe (the write is conditional).
+#[test]
+fn every_task_that_invokes_the_worker_retries_its_store_failures() {
+    use local_stack::step_functions::{function_arn, state_machines};
+    use serde_json::Value;
+    fn tasks<'a>(value: &'a Value, found: &mut Vec<&'a Value>) {
+        match value {
+            Value::Object(map) => {
+                if map.get("Type").and_then(Value::as_str) == Some("Task") {
+                    found.push(value);
+                }
+                map.values().for_each(|v| tasks(v, found));
+            }
+            Value::Array(values) => values.iter().for_each(|v| tasks(v, found)),
+            _ => {}
+        }
+    }
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let template =
+        local_stack::template::Template::load(&root.join("template.yaml")).expect("template.yaml");
+    let worker = function_arn("ArrowWorkerFunction");
+    let mut checked = 0;
+    for machine in state_machines(&template).expect("state machines") {
+        let mut found = Vec::new();
+        tasks(&machine.definition, &mut found);
+        for task in found {
+            if task["Parameters"]["FunctionName"] != worker.as_str() {
+                continue;
+            }
+            let retried: Vec<&str> = task["Retry"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .flat_map(|r| r["ErrorEquals"].as_array().into_iter().flatten())
+                .filter_map(Value::as_str)
+                .collect();
+            for error in ["DynamoDBError", "S3Error"] {
+                assert!(
+                    retried.contains(&error),
+                    "{}: a task does not retry {error}: {task}",
+                    machine.logical_id
+                );
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked >= 2, "the scan and the merge invoke the worker");
+}
+
+/// The daily schedule's undelivered runs are not dropped: Scheduler sends
+/// them to the reports' dead-letter queue (the one Lambda sends the runs that
+/// failed to, under its alarm), and the role SAM makes for the schedule may.
+#[test]
+fn a_run_the_schedule_cannot_deliver_lands_in_the_reports_dead_letter_queue() {
+    let template = deployed(ON_DEMAND);
+    let resources = template["Resources"].as_object().expect("resources");
+    let (_, schedule) = resources
+        .iter()
+        .find(|(_, r)| r["Type"] == "AWS::Scheduler::Schedule")
+        .expect("the daily schedule");
+    let queue = serde_json::json!({"Fn::GetAtt": ["ReportsDeadLetterQueue", "Arn"]});
+    let target = &schedule["Properties"]["Target"];
+    assert_eq!(target["DeadLetterConfig"]["Arn"], queue, "{target}");
+    let role = target["RoleArn"]["Fn::GetAtt"][0]
+        .as_str()
+        .expect("a role of the template");
+    let policies = resources[role]["Properties"]["Policies"].to_string();
+    assert!(
+        policies.contains("sqs:SendMessage") && policies.contains(&queue.to_string()),
+        "{role} may not send to the queue: {policies}"
+    );
+}

@@ -6,7 +6,7 @@
 
 use arrow_worker::columns::Item;
 use arrow_worker::store::{
-    FanOutError, ObjectError, ObjectFault, Page, PutMode, Report, Source, Store, StoreError,
+    FanOutError, ObjectError, ObjectFault, Page, PutMode, Report, Saved, Source, Store, StoreError,
 };
 use aws_sdk_dynamodb::types::AttributeValue;
 use shared::orders::attr;
@@ -100,6 +100,18 @@ pub struct MemoryStore {
     read_latency: std::time::Duration,
     page_latency: std::time::Duration,
     fan_outs: Arc<Mutex<Vec<(String, String)>>>,
+    /// What a create-only write finds already there, as after S3's 412.
+    occupied: Option<Occupied>,
+}
+
+/// What a create-only write finds at its key when S3 answers 412 to it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Occupied {
+    /// Its own bytes: its first attempt landed and the answer was lost, so
+    /// the SDK's retry met the object it wrote.
+    ByItsOwnFirstAttempt,
+    /// Other bytes.
+    ByAnotherObject,
 }
 
 impl MemoryStore {
@@ -116,7 +128,15 @@ impl MemoryStore {
             read_latency: std::time::Duration::ZERO,
             page_latency: std::time::Duration::ZERO,
             fan_outs: Arc::default(),
+            occupied: None,
         }
+    }
+
+    /// The same store, each create-only write finding its key `occupied`
+    /// (written, then answered with S3's 412).
+    pub fn with_occupied_keys(mut self, occupied: Occupied) -> Self {
+        self.occupied = Some(occupied);
+        self
     }
 
     /// The same reports and bucket over other orders: the table after it
@@ -231,14 +251,20 @@ impl Store for MemoryStore {
         Ok(Page { items, next })
     }
 
-    async fn save_report(&self, report: &Report) -> Result<(), StoreError> {
+    /// As the conditional write on DynamoDB ([`Report::may_replace`]).
+    async fn save_report(&self, report: &Report) -> Result<Saved, StoreError> {
         let mut reports = self
             .reports
             .lock()
             .map_err(|_| StoreError("report list poisoned".into()))?;
+        if let Some(stored) = reports.iter().find(|saved| saved.id == report.id)
+            && !report.may_replace(stored)
+        {
+            return Ok(Saved::Kept);
+        }
         reports.retain(|saved| saved.id != report.id);
         reports.push(report.clone());
-        Ok(())
+        Ok(Saved::Written)
     }
 
     async fn put_object(
@@ -249,14 +275,29 @@ impl Store for MemoryStore {
     ) -> Result<(), ObjectError> {
         let poisoned = || ObjectError::new(ObjectFault::Failed, "object map poisoned");
         let mut objects = self.objects.lock().map_err(|_| poisoned())?;
-        if mode == PutMode::CreateOnly && objects.contains_key(key) {
-            return Err(ObjectError::new(
+        let failed = || {
+            ObjectError::new(
                 ObjectFault::Exists,
                 format!("PutObject {key}: PreconditionFailed"),
-            ));
+            )
+        };
+        if mode == PutMode::CreateOnly && objects.contains_key(key) {
+            return Err(failed());
         }
-        objects.insert(key.to_owned(), bytes);
-        Ok(())
+        match (mode, self.occupied) {
+            (PutMode::CreateOnly, Some(Occupied::ByItsOwnFirstAttempt)) => {
+                objects.insert(key.to_owned(), bytes);
+                Err(failed())
+            }
+            (PutMode::CreateOnly, Some(Occupied::ByAnotherObject)) => {
+                objects.insert(key.to_owned(), b"another object".to_vec());
+                Err(failed())
+            }
+            _ => {
+                objects.insert(key.to_owned(), bytes);
+                Ok(())
+            }
+        }
     }
 
     async fn get_object(&self, key: &str, max_bytes: usize) -> Result<Vec<u8>, ObjectError> {
@@ -346,6 +387,7 @@ mod tests {
             id: "daily/a".into(),
             body: body.into(),
             as_of: "2026-11-22T00:15:00Z".into(),
+            as_of_ms: 1_795_306_500_000,
             is_final: false,
         };
         store.save_report(&report("1")).await.unwrap();
