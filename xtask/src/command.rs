@@ -104,11 +104,7 @@ pub fn package(name: &str, args: &[&str]) -> Command {
     command
 }
 
-/// Where cargo builds (`CARGO_TARGET_DIR`, or `target/`).
-pub fn target_dir() -> PathBuf {
-    std::env::var_os("CARGO_TARGET_DIR")
-        .map_or_else(|| workspace_root().join("target"), PathBuf::from)
-}
+pub use pinned_tools::target_dir;
 
 /// A workspace package's binary, built as part of the whole workspace, with
 /// `args`. With the targets `cargo test --workspace` builds (libraries,

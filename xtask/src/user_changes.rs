@@ -17,8 +17,8 @@
 //! which gives them names of their own (`init_check.rs` does the same).
 
 use crate::command::{
-    Outcome, cargo, describe, local_stack, run, run_without_warning, sam_local, workspace_binary,
-    workspace_root,
+    Outcome, cargo, describe, local_stack, run, run_without_warning, sam_local, target_dir,
+    workspace_binary, workspace_root,
 };
 use crate::template_text::function_binaries;
 use crate::{init_check, new_function, profiles, remove_function, sam, scaffold};
@@ -239,7 +239,7 @@ pub fn mixed_allocators() -> Result<(), String> {
             "allocators",
         ])
         .env(pinned_tools::PROJECT, &copy)
-        .env("E2E_BOOTSTRAPS", &built))
+        .env(pinned_tools::BOOTSTRAPS, &built))
 }
 
 /// In the copy of [`mixed_allocators`], the samples removed as a user removes
@@ -288,8 +288,8 @@ pub fn samples_removed() -> Result<(), String> {
 fn quick_lab(copy: &Path) -> Result<(), String> {
     run(workspace_binary("lab", &["--quick"])?
         .env(pinned_tools::PROJECT, copy)
-        .env("E2E_BOOTSTRAPS", sam_build_dir())
-        .env("CARGO_TARGET_DIR", workspace_root().join("target")))?;
+        .env(pinned_tools::BOOTSTRAPS, sam_build_dir())
+        .env("CARGO_TARGET_DIR", target_dir()))?;
     let report = copy.join("target").join("lab-quick").join("BENCHMARKS.md");
     let text = read(&report)?;
     let functions = function_folders(copy)?;
@@ -346,7 +346,7 @@ fn what_is_left_works(copy: &Path) -> Result<(), String> {
     run(cargo()
         .args(["test", "--workspace", "--test", "emulator"])
         .env(pinned_tools::PROJECT, copy)
-        .env("E2E_BOOTSTRAPS", &built))?;
+        .env(pinned_tools::BOOTSTRAPS, &built))?;
     if let Outcome::Skipped(why) = sam_local(true, Some(&built), Some(copy))? {
         println!("sam local invoke skipped: {why}");
     }

@@ -5,24 +5,12 @@
 use super::probes::{self, Probes, SHIPPED};
 use super::scale::Scale;
 use lab_probes::plan::{FirstInvocation, Plan, Request};
-use local_stack::elasticmq;
-use local_stack::local_aws::{self, NO_SERVER};
+use local_stack::local_aws;
 use local_stack::template::{Function, Template};
 
 /// The template's functions, each with its settings as the lab runs it: a
-/// queue it names is a URL on a closed local port (a function that sends
-/// there fails at once, and no plan's request does).
-pub fn functions(template: &Template) -> Result<Vec<Function>, String> {
-    let queues = template.queues()?;
-    Ok(template
-        .functions()?
-        .into_iter()
-        .map(|mut function| {
-            function.env = elasticmq::with_queue_urls(&function.env, &queues, NO_SERVER);
-            function
-        })
-        .collect())
-}
+/// queue it names is a URL on a closed local port.
+pub use local_stack::elasticmq::functions_without_queues as functions;
 
 /// The template's function with the least memory (the smallest CPU share,
 /// where a cold cost weighs most) among those `keep` accepts.

@@ -42,15 +42,8 @@ pub struct Probes {
     names: Vec<(String, PathBuf)>,
 }
 
-/// The variable naming a `sam build` folder whose bootstraps the quick lab
-/// runs instead of the suite's debug builds (as the end-to-end tests do).
-pub const BOOTSTRAPS: &str = "E2E_BOOTSTRAPS";
-
-/// Cargo's target folder: `CARGO_TARGET_DIR`, else the workspace's `target/`.
-pub fn target_dir() -> PathBuf {
-    std::env::var_os("CARGO_TARGET_DIR")
-        .map_or_else(|| workspace_root().join("target"), PathBuf::from)
-}
+pub use local_stack::target_dir;
+pub use local_stack::tools::BOOTSTRAPS;
 
 /// The name of `binary`'s probe of `kind`.
 pub fn of(binary: &str, kind: &str) -> String {

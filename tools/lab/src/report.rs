@@ -47,8 +47,13 @@ pub struct Results {
 
 /// What a section says when no function of the template has its probe.
 pub fn not_measured(kind: &str) -> String {
+    no_probe("function of the template", kind)
+}
+
+/// What a section says when none of `functions` has its probe.
+pub fn no_probe(functions: &str, kind: &str) -> String {
     format!(
-        "Not measured: no function of the template has a `{kind}` probe \
+        "Not measured: no {functions} has a `{kind}` probe \
          (`functions/<name>/lab/examples/<binary>-{kind}.rs`)."
     )
 }

@@ -4,9 +4,9 @@
 //! ([`with_queue_urls`]).
 
 use crate::jvm::{self, Compiler};
-use crate::local_aws::REGION;
+use crate::local_aws::{NO_SERVER, REGION};
 use crate::process::{Guard, free_port, wait_for_port};
-use crate::template::{Queue, Template};
+use crate::template::{Function, Queue, Template};
 use crate::tools;
 use aws_sdk_sqs::Client;
 use aws_sdk_sqs::types::{
@@ -114,6 +114,22 @@ pub fn with_queue_urls(
             (key.clone(), value)
         })
         .collect()
+}
+
+/// The template's functions with no ElasticMQ to send to: a queue each names
+/// is a URL where nothing listens ([`NO_SERVER`]), so a function that sends
+/// there fails at once (the lab runs functions so, and no request it sends
+/// makes them send).
+pub fn functions_without_queues(template: &Template) -> Result<Vec<Function>, String> {
+    let queues = template.queues()?;
+    Ok(template
+        .functions()?
+        .into_iter()
+        .map(|mut function| {
+            function.env = with_queue_urls(&function.env, &queues, NO_SERVER);
+            function
+        })
+        .collect())
 }
 
 /// A queue of the local stack.

@@ -6,7 +6,7 @@
 //! and the process groups and loopback ports they run on.
 
 pub use pinned_tools as tools;
-pub use pinned_tools::{cargo, without_cargo_run_variables, workspace_root};
+pub use pinned_tools::{cargo, target_dir, without_cargo_run_variables, workspace_root};
 
 pub mod async_invoke;
 pub mod cgroup;

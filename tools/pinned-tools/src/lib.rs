@@ -15,6 +15,16 @@ use std::process::Command;
 /// copy's `sam build` this way, with `E2E_BOOTSTRAPS`).
 pub const PROJECT: &str = "E2E_PROJECT";
 
+/// The variable naming a `sam build` folder whose bootstraps the end-to-end
+/// tests and the quick lab run instead of this workspace's debug builds.
+pub const BOOTSTRAPS: &str = "E2E_BOOTSTRAPS";
+
+/// Where cargo builds: `CARGO_TARGET_DIR`, else the workspace's `target/`.
+pub fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map_or_else(|| workspace_root().join("target"), PathBuf::from)
+}
+
 /// The workspace root (where `template.yaml` lives): this crate is
 /// `tools/pinned-tools/` in it, unless [`PROJECT`] names another copy.
 pub fn workspace_root() -> PathBuf {

@@ -27,7 +27,7 @@ pub fn functions() -> Vec<String> {
 }
 
 /// The variable naming a `sam build` folder whose bootstraps [`binary`] uses.
-pub const BOOTSTRAPS: &str = "E2E_BOOTSTRAPS";
+pub use local_stack::tools::BOOTSTRAPS;
 
 /// The debug build of function `name` (the suite tests behaviour, not speed).
 ///
@@ -66,9 +66,7 @@ pub fn binary(name: &str) -> PathBuf {
             "cargo test --workspace --no-run: {status}"
         );
     });
-    let target =
-        std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from);
-    let path = target.join("debug").join(name);
+    let path = local_stack::target_dir().join("debug").join(name);
     assert!(path.is_file(), "no binary {}", path.display());
     path
 }

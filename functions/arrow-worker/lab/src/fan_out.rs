@@ -19,7 +19,7 @@ use local_stack::dynamodb_local::{self, DynamoDbLocal};
 use local_stack::elasticmq;
 use local_stack::jvm::Compiler;
 use local_stack::lambda_api::{LambdaApi, Served};
-use local_stack::local_aws::{self, NO_SERVER};
+use local_stack::local_aws;
 use local_stack::moto::{self, Moto};
 use local_stack::pool::{Overflow, Pool, Size};
 use local_stack::step_functions::{self, Client};
@@ -99,14 +99,10 @@ pub struct Row {
 /// This function as the template declares it, a queue it names a URL on a
 /// closed local port (nothing here sends there).
 fn this_function(template: &Template) -> Result<Function, String> {
-    let queues = template.queues()?;
-    let mut spec = template
-        .functions()?
+    elasticmq::functions_without_queues(template)?
         .into_iter()
         .find(|f| f.binary == BINARY)
-        .ok_or_else(|| format!("no {BINARY} in the template"))?;
-    spec.env = elasticmq::with_queue_urls(&spec.env, &queues, NO_SERVER);
-    Ok(spec)
+        .ok_or_else(|| format!("no {BINARY} in the template"))
 }
 
 /// DynamoDB Local with the template's tables, and a client of it.

@@ -35,9 +35,10 @@ pub fn section(dir: &Path, measured: &Measurement, machine: &Machine) -> Result<
             let _ = writeln!(
                 md,
                 "{}\n\n{}",
-                super::not_measured("concurrency").replace(
-                    "has a",
-                    "that Managed Instances can run (`PerExecutionEnvironmentMaxConcurrency`) has a"
+                super::no_probe(
+                    "function of the template that Managed Instances can run \
+                     (`PerExecutionEnvironmentMaxConcurrency`)",
+                    "concurrency"
                 ),
                 SECTION.1
             );
